@@ -1,0 +1,43 @@
+"""micronn's exceptions: every failure a user can cause ends in one of these."""
+
+from __future__ import annotations
+
+
+class MicronnError(Exception):
+    """Base class of every error micronn raises on purpose."""
+
+
+class ModelError(MicronnError):
+    """The model file is malformed, truncated, hostile or inconsistent."""
+
+
+class UnsupportedError(MicronnError):
+    """The model uses ops or types micronn has no kernel for.
+
+    ``pairs`` lists every unsupported (op, dtype) pair at once, so a user sees the
+    whole gap in one error instead of fixing them one by one.
+    """
+
+    def __init__(self, pairs: list[tuple[str, str]]):
+        self.pairs = sorted(set(pairs))
+        listed = ", ".join(f"{op} ({dt})" for op, dt in self.pairs)
+        super().__init__(f"unsupported (op, dtype) pairs: {listed}")
+
+
+class PrepareError(MicronnError):
+    """A kernel rejected its operator at prepare time (shapes, types, options)."""
+
+
+class ArenaTooSmallError(MicronnError):
+    """The arena cannot hold the planned head plus the persistent tail."""
+
+    def __init__(self, needed: int, given: int, head: int, tail: int):
+        self.needed, self.given, self.head, self.tail = needed, given, head, tail
+        super().__init__(
+            f"arena too small: {given} bytes given, {needed} bytes needed "
+            f"(head {head} planned non-persistent + tail {tail} persistent)"
+        )
+
+
+class InvokeError(MicronnError):
+    """Invoke was called in a state where it cannot run (not allocated, bad input)."""

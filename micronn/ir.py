@@ -1,0 +1,232 @@
+"""The graph IR shared by the interpreter, the planners, the optimizer and the device runtime.
+
+Only ``micronn.tflite`` knows the flatbuffer; everything else works on these classes.
+Constant data stays a read-only numpy view over the model bytes (no copy on load).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+
+
+class Padding(IntEnum):
+    SAME = 0
+    VALID = 1
+
+
+class Activation(IntEnum):
+    NONE = 0
+    RELU = 1
+    RELU_N1_TO_1 = 2
+    RELU6 = 3
+    TANH = 4
+    SIGN_BIT = 5
+
+
+# TensorType code -> numpy dtype, for the types micronn computes with.
+DTYPES: dict[int, np.dtype] = {
+    0: np.dtype(np.float32),
+    1: np.dtype(np.float16),
+    2: np.dtype(np.int32),
+    3: np.dtype(np.uint8),
+    4: np.dtype(np.int64),
+    6: np.dtype(np.bool_),
+    7: np.dtype(np.int16),
+    9: np.dtype(np.int8),
+    10: np.dtype(np.float64),
+    12: np.dtype(np.uint64),
+    15: np.dtype(np.uint32),
+    16: np.dtype(np.uint16),
+}
+TYPE_CODES: dict[np.dtype, int] = {v: k for k, v in DTYPES.items()}
+
+
+def _arr_eq(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@dataclass(eq=False)
+class Quantization:
+    """Affine quantization: real = scale * (q - zero_point), per tensor or per channel along ``axis``."""
+
+    scale: np.ndarray  # float32, one entry (per tensor) or one per channel
+    zero_point: np.ndarray  # int64, same length as scale
+    axis: int = 0
+    min: np.ndarray | None = None
+    max: np.ndarray | None = None
+
+    @property
+    def per_channel(self) -> bool:
+        return len(self.scale) > 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Quantization) and self.axis == other.axis and all(
+            _arr_eq(getattr(self, f), getattr(other, f)) for f in ("scale", "zero_point", "min", "max")
+        )
+
+
+@dataclass(eq=False)
+class Tensor:
+    """A tensor of a subgraph. ``data`` is set for constants (weights), a view over the model bytes."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    quant: Quantization | None = None
+    data: np.ndarray | None = None
+    is_variable: bool = False
+    shape_signature: tuple[int, ...] | None = None
+    buffer: int = 0  # buffer index in the source file; tensors sharing one keep sharing it
+    index: int = -1
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data is not None and not self.is_variable
+
+    @property
+    def scale(self) -> float:
+        return float(self.quant.scale[0]) if self.quant is not None and len(self.quant.scale) else 0.0
+
+    @property
+    def zero_point(self) -> int:
+        return int(self.quant.zero_point[0]) if self.quant is not None and len(self.quant.zero_point) else 0
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Tensor)
+            and (self.name, tuple(self.shape), self.dtype, self.is_variable, self.shape_signature)
+            == (other.name, tuple(other.shape), other.dtype, other.is_variable, other.shape_signature)
+            and self.quant == other.quant
+            and _arr_eq(self.data, other.data)
+        )
+
+
+@dataclass(eq=False)
+class Operator:
+    """One operator. ``op`` is the builtin name (``"CONV_2D"``) or the custom code for custom ops."""
+
+    op: str
+    inputs: list[int]  # -1 marks an omitted optional input
+    outputs: list[int]
+    options: Any = None  # a typed options dataclass from micronn.tflite.schema, or None
+    custom_options: bytes | None = None
+    custom: bool = False
+    version: int = 1
+    intermediates: list[int] = field(default_factory=list)
+    index: int = -1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Operator) and (
+            self.op, list(self.inputs), list(self.outputs), self.options, self.custom_options,
+            self.custom, self.version, list(self.intermediates),
+        ) == (
+            other.op, list(other.inputs), list(other.outputs), other.options, other.custom_options,
+            other.custom, other.version, list(other.intermediates),
+        )
+
+
+@dataclass(eq=False)
+class Subgraph:
+    tensors: list[Tensor]
+    operators: list[Operator]
+    inputs: list[int]
+    outputs: list[int]
+    name: str = ""
+    index: int = 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Subgraph) and (
+            self.tensors, self.operators, list(self.inputs), list(self.outputs), self.name
+        ) == (other.tensors, other.operators, list(other.inputs), list(other.outputs), other.name)
+
+    def consumers(self) -> dict[int, list[int]]:
+        """Tensor index -> indices of the operators that read it."""
+        out: dict[int, list[int]] = {}
+        for op in self.operators:
+            for t in op.inputs:
+                if t >= 0:
+                    out.setdefault(t, []).append(op.index)
+        return out
+
+    def producers(self) -> dict[int, int]:
+        """Tensor index -> index of the operator that writes it."""
+        return {t: op.index for op in self.operators for t in op.outputs}
+
+
+@dataclass(eq=False)
+class SignatureDef:
+    key: str
+    subgraph: int
+    inputs: dict[str, int]  # name -> tensor index
+    outputs: dict[str, int]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SignatureDef) and dataclasses.astuple(self) == dataclasses.astuple(other)
+
+
+@dataclass(eq=False)
+class Model:
+    subgraphs: list[Subgraph]
+    description: str = ""
+    version: int = 3
+    metadata: dict[str, bytes] = field(default_factory=dict)
+    signature_defs: list[SignatureDef] = field(default_factory=list)
+
+    @property
+    def main(self) -> Subgraph:
+        return self.subgraphs[0]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Model) and (
+            self.subgraphs == other.subgraphs
+            and self.description == other.description
+            and self.version == other.version
+            and {k: bytes(v) for k, v in self.metadata.items()} == {k: bytes(v) for k, v in other.metadata.items()}
+            and self.signature_defs == other.signature_defs
+        )
+
+    def op_names(self) -> list[str]:
+        return [op.op for sg in self.subgraphs for op in sg.operators]
+
+    def validate(self) -> None:
+        """Check the graph is runnable in order: every operator reads only tensors that exist by then.
+
+        Raises ModelError naming the operator and tensor for unsorted or cyclic operators,
+        tensors written twice, and constants or inputs that an operator overwrites.
+        """
+        from micronn.errors import ModelError
+
+        for sg in self.subgraphs:
+            ready = set(sg.inputs) | {t.index for t in sg.tensors if t.data is not None or t.is_variable}
+            written: set[int] = set()
+            for op in sg.operators:
+                where = f"subgraph {sg.index} operator {op.index} ({op.op})"
+                for t in op.inputs:
+                    if t >= 0 and t not in ready:
+                        later = any(t in o.outputs for o in sg.operators[op.index:])
+                        why = "operators are unsorted or cyclic" if later else "nothing produces it"
+                        raise ModelError(f"{where} reads tensor {t} ({sg.tensors[t].name!r}) before it is "
+                                         f"written: {why}")
+                for t in op.outputs:
+                    tensor = sg.tensors[t]
+                    if t in written or t in sg.inputs or tensor.is_constant:
+                        raise ModelError(f"{where} writes tensor {t} ({tensor.name!r}), which is already "
+                                         "written, a subgraph input or a constant")
+                    written.add(t)
+                    ready.add(t)
+            for t in sg.outputs:
+                if t not in ready:
+                    raise ModelError(f"subgraph {sg.index}: output tensor {t} ({sg.tensors[t].name!r}) "
+                                     "is never written")

@@ -1,0 +1,214 @@
+"""Read a .tflite flatbuffer into micronn's IR, in place and defensively.
+
+Weights are numpy views over the caller's bytes (nothing is copied). Every length and index
+is checked before use, so a truncated or hostile file raises ``ModelError`` naming the bad
+tensor, operator or buffer instead of leaking IndexError/struct.error, hanging on an absurd
+vector length or allocating gigabytes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import struct
+from typing import Any
+
+import numpy as np
+
+from micronn.errors import MicronnError, ModelError
+from micronn.ir import DTYPES, Model, Operator, Quantization, SignatureDef, Subgraph, Tensor
+from micronn.tflite import schema
+
+_Model = importlib.import_module("tflite.Model").Model
+_TYPE_NAMES = {v: k for k, v in vars(importlib.import_module("tflite.TensorType").TensorType).items()
+               if not k.startswith("_")}
+
+MAX_TENSOR_BYTES = 1 << 30  # a tensor needing more than 1 GiB cannot be meant for a microcontroller
+MAX_DIMS = 16
+
+Source = str | os.PathLike | bytes | bytearray | memoryview
+
+
+def _load(source: Source) -> bytes | bytearray | memoryview:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return source
+    try:
+        with open(source, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise ModelError(f"cannot read model file {os.fspath(source)!r}: {e.strerror}") from e
+
+
+class _Reader:
+    def __init__(self, buf: bytes | bytearray | memoryview):
+        self.buf = buf if not isinstance(buf, memoryview) else buf.cast("B")
+        self.size = len(self.buf)
+        self.where = "model"
+
+    def count(self, obj: Any, name: str, elem: int = 4) -> int:
+        """Length of vector ``name`` of ``obj``, refusing lengths the file cannot hold."""
+        n = getattr(obj, name + "Length")()
+        if n < 0 or n * elem > self.size:
+            raise ModelError(f"{self.where}: {name} vector claims {n} entries, more than the file can hold")
+        return n
+
+    def ints(self, obj: Any, name: str) -> list[int]:
+        n = self.count(obj, name)
+        return [int(v) for v in getattr(obj, name + "AsNumpy")()] if n else []
+
+    def string(self, s: bytes | None) -> str:
+        return s.decode("utf-8", errors="replace") if s else ""
+
+    def read(self) -> Model:
+        if self.size < 8:
+            raise ModelError(f"file is {self.size} bytes, too short to be a TFLite model")
+        root = struct.unpack_from("<I", self.buf, 0)[0]
+        if root + 4 > self.size:
+            raise ModelError("root table offset points past the end of the file (truncated?)")
+        if bytes(self.buf[4:8]) != b"TFL3":
+            raise ModelError(f"not a TFLite model: file identifier is {bytes(self.buf[4:8])!r}, expected b'TFL3'")
+        m = _Model.GetRootAs(self.buf, 0)
+        self.where = "model"
+        buffers = [m.Buffers(i) for i in range(self.count(m, "Buffers"))]
+        self.buffers = buffers
+        codes = []
+        for i in range(self.count(m, "OperatorCodes")):
+            self.where = f"operator code {i}"
+            oc = m.OperatorCodes(i)
+            code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+            name = schema.BUILTIN_NAMES.get(code)
+            if name is None:
+                raise ModelError(f"operator code {i}: unknown builtin code {code}")
+            custom = name == "CUSTOM"
+            codes.append((self.string(oc.CustomCode()) if custom else name, custom, oc.Version() or 1))
+        self.codes = codes
+        subgraphs = [self.subgraph(m.Subgraphs(i), i) for i in range(self.count(m, "Subgraphs"))]
+        if not subgraphs:
+            raise ModelError("model has no subgraphs")
+        metadata = {}
+        for i in range(self.count(m, "Metadata")):
+            self.where = f"metadata {i}"
+            md = m.Metadata(i)
+            metadata[self.string(md.Name())] = bytes(self.buffer_bytes(md.Buffer()))
+        sigs = []
+        for i in range(self.count(m, "SignatureDefs")):
+            self.where = f"signature def {i}"
+            sd = m.SignatureDefs(i)
+            maps = [{self.string(sd_.Name()): sd_.TensorIndex() for sd_ in
+                     (getattr(sd, kind)(j) for j in range(self.count(sd, kind)))} for kind in ("Inputs", "Outputs")]
+            sigs.append(SignatureDef(self.string(sd.SignatureKey()), sd.SubgraphIndex(), *maps))
+        return Model(subgraphs, self.string(m.Description()), m.Version(), metadata, sigs)
+
+    def buffer_bytes(self, index: int) -> np.ndarray:
+        """The bytes of buffer ``index`` as a uint8 view over the file (inline data or offset/size)."""
+        if not 0 <= index < len(self.buffers):
+            raise ModelError(f"{self.where}: buffer index {index} out of range (model has {len(self.buffers)})")
+        b = self.buffers[index]
+        if b.Offset() > 1:  # data stored after the flatbuffer (models over 2 GB)
+            off, size = b.Offset(), b.Size()
+            if off + size > self.size:
+                raise ModelError(f"buffer {index}: offset {off} + size {size} is past the end of the file")
+            return np.frombuffer(self.buf, np.uint8, size, off)
+        n = self.count(b, "Data", 1)
+        if n == 0:
+            return np.zeros(0, np.uint8)
+        start = b._tab.Vector(b._tab.Offset(4))
+        if start + n > self.size:
+            raise ModelError(f"buffer {index}: data runs past the end of the file (truncated?)")
+        return np.frombuffer(self.buf, np.uint8, n, start)
+
+    def tensor(self, t: Any, i: int) -> Tensor:
+        name = self.string(t.Name())
+        self.where = f"tensor {i} ({name!r})"
+        code = t.Type()
+        if code not in DTYPES:
+            raise ModelError(f"{self.where}: tensor type {_TYPE_NAMES.get(code, code)} is not supported")
+        dtype = DTYPES[code]
+        shape = tuple(self.ints(t, "Shape"))
+        if len(shape) > MAX_DIMS or any(d < 0 for d in shape):
+            raise ModelError(f"{self.where}: invalid shape {shape}")
+        nbytes = dtype.itemsize
+        for d in shape:
+            nbytes *= d
+        if nbytes > MAX_TENSOR_BYTES:
+            raise ModelError(f"{self.where}: shape {shape} needs {nbytes} bytes, beyond any microcontroller")
+        sig = tuple(self.ints(t, "ShapeSignature")) if not t.ShapeSignatureIsNone() else None
+        q = t.Quantization()
+        quant = None
+        if q is not None and not q.ScaleIsNone() and self.count(q, "Scale") > 0:
+            scale = np.array(q.ScaleAsNumpy(), np.float32)
+            zp = np.array(q.ZeroPointAsNumpy(), np.int64) if self.count(q, "ZeroPoint", 8) else np.zeros(0, np.int64)
+            if len(zp) not in (len(scale), 0):
+                raise ModelError(f"{self.where}: {len(scale)} scales but {len(zp)} zero points")
+            if len(zp) == 0:
+                zp = np.zeros(len(scale), np.int64)
+            axis = q.QuantizedDimension()
+            if axis < 0 or (len(scale) > 1 and len(scale) not in shape):  # bias tensors keep the filter's axis
+                raise ModelError(f"{self.where}: {len(scale)} per-channel scales along axis {axis} fit no "
+                                 f"dimension of {shape}")
+            mn = np.array(q.MinAsNumpy(), np.float32) if self.count(q, "Min") else None
+            mx = np.array(q.MaxAsNumpy(), np.float32) if self.count(q, "Max") else None
+            quant = Quantization(scale, zp, axis, mn, mx)
+        bidx = t.Buffer()
+        raw = self.buffer_bytes(bidx)
+        data = None
+        if len(raw):
+            if len(raw) < nbytes:
+                raise ModelError(f"{self.where}: buffer {bidx} holds {len(raw)} bytes but shape {shape} "
+                                 f"of {dtype.name} needs {nbytes}")
+            data = raw[:nbytes].view(dtype).reshape(shape)
+        return Tensor(name, shape, dtype, quant, data, bool(t.IsVariable()), sig, bidx, i)
+
+    def subgraph(self, sg: Any, si: int) -> Subgraph:
+        self.where = f"subgraph {si}"
+        n_t = self.count(sg, "Tensors")
+        tensors = [self.tensor(sg.Tensors(i), i) for i in range(n_t)]
+        self.where = f"subgraph {si}"
+        inputs, outputs = self.ints(sg, "Inputs"), self.ints(sg, "Outputs")
+        for kind, idx in (("input", inputs), ("output", outputs)):
+            for t in idx:
+                if not 0 <= t < n_t:
+                    raise ModelError(f"subgraph {si}: {kind} tensor index {t} out of range ({n_t} tensors)")
+        ops = []
+        for i in range(self.count(sg, "Operators")):
+            o = sg.Operators(i)
+            ci = o.OpcodeIndex()
+            if not 0 <= ci < len(self.codes):
+                raise ModelError(f"operator {i}: opcode index {ci} out of range ({len(self.codes)} operator codes)")
+            name, custom, version = self.codes[ci]
+            self.where = f"operator {i} ({name})"
+            ins, outs = self.ints(o, "Inputs"), self.ints(o, "Outputs")
+            inter = self.ints(o, "Intermediates")
+            for kind, idx, lo in (("input", ins, -1), ("output", outs, 0), ("intermediate", inter, 0)):
+                for t in idx:
+                    if not lo <= t < n_t:
+                        raise ModelError(f"{self.where}: {kind} tensor index {t} out of range ({n_t} tensors)")
+            opts = None
+            otype = o.BuiltinOptionsType()
+            if otype:
+                table_name = schema.UNION_NAMES.get(otype)
+                if table_name is None:
+                    raise ModelError(f"{self.where}: unknown builtin options type {otype}")
+                table = o.BuiltinOptions()
+                if table is None:
+                    raise ModelError(f"{self.where}: builtin options type {table_name} without a table")
+                opts = schema.spec(table_name).decode(table, self.size)
+            elif not custom and (table_name := schema.options_table_for(name)) is not None:
+                opts = schema.options_class(table_name)()  # absent table: the schema's defaults
+            copts = bytes(o.CustomOptionsAsNumpy()) if self.count(o, "CustomOptions", 1) else None
+            ops.append(Operator(name, ins, outs, opts, copts, custom, version, inter, i))
+        return Subgraph(tensors, ops, inputs, outputs, self.string(sg.Name()), si)
+
+
+def read(source: Source, *, validate: bool = True) -> Model:
+    """Read a .tflite model from a path, bytes or memoryview; weights stay views over the bytes."""
+    buf = _load(source)
+    try:
+        model = _Reader(buf).read()
+    except MicronnError:
+        raise
+    except (IndexError, struct.error, ValueError, TypeError, OverflowError, AttributeError, UnicodeError) as e:
+        raise ModelError(f"malformed model file: {type(e).__name__}: {e}") from e
+    if validate:
+        model.validate()
+    return model
