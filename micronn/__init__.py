@@ -19,3 +19,10 @@ __all__ = [
     "PrepareError",
     "UnsupportedError",
 ]
+
+from micronn.interpreter import Interpreter  # noqa: E402
+from micronn.kernels import Kernel, Node, register  # noqa: E402
+from micronn.resolver import OpResolver  # noqa: E402
+from micronn.tflite.reader import read  # noqa: E402
+
+__all__ += ["Interpreter", "Kernel", "Node", "OpResolver", "read", "register"]

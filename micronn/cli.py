@@ -1,0 +1,147 @@
+"""``micronn`` command line: a thin layer over micronn.tools; every command has ``--json``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+from micronn import tools
+from micronn.errors import MicronnError
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+def _table(rows: list[list[Any]], header: list[str]) -> str:
+    cells = [header] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.rjust(w) if c.replace(",", "").replace(".", "").isdigit() else c.ljust(w)
+                               for c, w in zip(r, widths)).rstrip() for r in cells)
+
+
+def _memory_lines(mem: dict[str, Any]) -> str:
+    if "error" in mem:
+        return f"memory: cannot plan: {mem['error']}"
+    return (f"arena ({mem.get('planner', 'tflm')} planner): head {mem['head_bytes']:,} B + tail {mem['tail_bytes']:,} B"
+            f" = {mem['total_bytes']:,} B; live-set lower bound {mem['lower_bound_bytes']:,} B")
+
+
+def cmd_demo(a: argparse.Namespace) -> Any:
+    res = tools.demo(a.image)
+    if a.json:
+        return res
+    verdict = "a person" if res["person"] else "no person"
+    print(f"person_detect on the bundled '{res['image']}' image: {verdict} "
+          f"(person {res['person_score']:.3f}, no person {res['no_person_score']:.3f})")
+    print(_memory_lines(res["arena"]))
+    return None
+
+
+def cmd_info(a: argparse.Namespace) -> Any:
+    res = tools.info(a.model)
+    if a.json:
+        return res
+    print(f"{a.model}: {res['operators']} operators, {len(res['tensors'])} tensors, "
+          f"{res['weight_bytes']:,} B of weights, {res['activation_bytes']:,} B of activations")
+    print("ops: " + ", ".join(f"{k} x{v}" for k, v in res["op_counts"].items()))
+    for kind in ("inputs", "outputs"):
+        for t in res[kind]:
+            print(f"{kind[:-1]}: {t['name']!r} {t['dtype']}{t['shape']}")
+    print(_memory_lines(res["memory"]))
+    return None
+
+
+def _load_inputs(paths: list[str] | None) -> list[np.ndarray] | None:
+    if not paths:
+        return None
+    try:
+        return [np.load(p) for p in paths]
+    except (OSError, ValueError) as e:
+        raise MicronnError(f"cannot load input: {e}") from e
+
+
+def cmd_run(a: argparse.Namespace) -> Any:
+    res = tools.run(a.model, _load_inputs(a.input), seed=a.seed, arena_size=a.arena_size, profile=a.profile)
+    if a.output:
+        np.savez(a.output, *res["outputs"])
+    if a.json:
+        return res
+    for i, y in enumerate(res["outputs"]):
+        print(f"output {i}: {y.dtype.name}{list(y.shape)} {np.array2string(y.ravel()[:16], separator=', ')}"
+              + (" ..." if y.size > 16 else ""))
+    print(_memory_lines(res["arena"]))
+    if a.profile:
+        p = res["profile"]
+        rows = [[o["index"], o["op"], f"{o['ns'] / 1e3:,.1f}"] for o in p["ops"]]
+        print(_table(rows, ["#", "op", "us"]))
+        print(f"kernels {p['kernel_ns'] / 1e3:,.1f} us, total {p['total_ns'] / 1e3:,.1f} us, "
+              f"interpreter overhead {p['overhead_ns'] / 1e3:,.1f} us "
+              f"({100 * p['overhead_ns'] / max(p['total_ns'], 1):.1f}%)")
+    return None
+
+
+def cmd_plan(a: argparse.Namespace) -> Any:
+    res = tools.plan(a.model, a.planner)
+    if a.json:
+        return res
+    rows = [[b["offset"], b["size"], b["first"], b["last"], b.get("name", f"scratch of op {b.get('op')}")]
+            for b in sorted(res["buffers"], key=lambda b: (b["offset"], b["first"]))]
+    print(_table(rows, ["offset", "size", "first", "last", "buffer"]))
+    print(_memory_lines(res))
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="micronn", description="Run TFLite models byte-identically to TFLM.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def add(name: str, fn: Any, help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.add_argument("--json", action="store_true", help="print machine-readable JSON")
+        sp.set_defaults(fn=fn)
+        return sp
+
+    sp = add("demo", cmd_demo, "person detection on a bundled image, with the arena it needs")
+    sp.add_argument("--image", default="person", choices=["person", "no_person"])
+    sp = add("info", cmd_info, "ops, tensors, sizes and memory summary of a model")
+    sp.add_argument("model")
+    sp = add("run", cmd_run, "invoke a model once (random inputs unless --input is given)")
+    sp.add_argument("model")
+    sp.add_argument("--input", action="append", help="a .npy file per model input, in order")
+    sp.add_argument("--output", help="write the outputs to this .npz")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--arena-size", type=int)
+    sp.add_argument("--profile", action="store_true", help="per-op times and interpreter overhead")
+    sp = add("plan", cmd_plan, "the arena plan: every buffer's offset, size and lifetime")
+    sp.add_argument("model")
+    sp.add_argument("--planner", default="tflm")
+
+    a = p.parse_args(argv)
+    try:
+        res = a.fn(a)
+    except MicronnError as e:
+        if getattr(a, "json", False):
+            print(json.dumps({"error": type(e).__name__, "message": str(e)}))
+        else:
+            print(f"micronn: error: {e}", file=sys.stderr)
+        return 1
+    if res is not None:
+        print(json.dumps(_jsonable(res), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

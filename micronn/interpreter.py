@@ -1,0 +1,325 @@
+"""The interpreter, in TFLM's phases: load -> resolve ops -> prepare -> plan -> invoke.
+
+Inputs, outputs and every activation are numpy views into one arena; ``invoke()`` only runs
+kernels over those views. The API also speaks the ``tflite_micro`` runtime's and LiteRT's
+dialects, so scripts port by changing an import.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from micronn import planners
+from micronn.arena import Arena
+from micronn.errors import ArenaTooSmallError, InvokeError, MicronnError, UnsupportedError
+from micronn.ir import Model, Operator, Subgraph, Tensor
+from micronn.kernels import Kernel, Node
+from micronn.resolver import OpResolver
+from micronn.tflite.reader import Source, read
+
+
+class _Node(Node):
+    """The interpreter's implementation of the kernel-facing Node."""
+
+    def __init__(self, interp: Interpreter, op: Operator, sg: Subgraph):
+        self.interp, self.op, self.index = interp, op, op.index
+        self.inputs: list[Tensor | None] = [sg.tensors[i] if i >= 0 else None for i in op.inputs]
+        self.outputs: list[Tensor] = [sg.tensors[i] for i in op.outputs]
+        self.scratch_sizes: list[int] = []
+        self.scratch_views: list[np.ndarray] = []
+        self.preparing = True
+
+    def _view(self, t: int, what: str) -> np.ndarray:
+        v = self.interp._views[t]
+        if v is None:
+            raise self.fail(f"{what} tensor {t} has no data during prepare (only constants do)")
+        return v
+
+    def input(self, i: int) -> np.ndarray:
+        t = self.op.inputs[i]
+        if t < 0:
+            raise self.fail(f"optional input {i} is omitted")
+        return self._view(t, "input")
+
+    def output(self, i: int) -> np.ndarray:
+        return self._view(self.op.outputs[i], "output")
+
+    def request_scratch(self, nbytes: int) -> int:
+        if not self.preparing:
+            raise self.fail("scratch can only be requested in prepare")
+        self.scratch_sizes.append(int(nbytes))
+        return len(self.scratch_sizes) - 1
+
+    def scratch(self, idx: int, dtype: Any = np.uint8, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        v = self.scratch_views[idx]
+        dtype = np.dtype(dtype)
+        n = len(v) // dtype.itemsize
+        out = v[: n * dtype.itemsize].view(dtype)
+        return out if shape is None else out[: int(np.prod(shape))].reshape(shape)
+
+    def persistent(self, array: np.ndarray) -> np.ndarray:
+        if not self.preparing:
+            raise self.fail("persistent memory can only be taken in prepare")
+        array = np.ascontiguousarray(array)
+        raw = self.interp._arena.persistent(array.nbytes, f"op {self.index} ({self.op.op})")
+        if raw is None:  # measuring pass or arena too small: keep going to learn the full size
+            return array.copy()
+        out = raw.view(array.dtype).reshape(array.shape)
+        out[...] = array
+        return out
+
+
+class Interpreter:
+    """Run a TFLite model from one fixed arena, byte-identically to TFLM.
+
+    ``arena_size`` (bytes) or ``arena`` (your own bytearray) fix the memory; with neither,
+    the arena is sized to exactly what the model needs. ``planner`` picks the memory planner.
+    """
+
+    def __init__(self, model: Model | Source, arena_size: int | None = None, resolver: OpResolver | None = None,
+                 *, arena: bytearray | memoryview | np.ndarray | None = None, planner: str | planners.Planner = "tflm"):
+        self.model = model if isinstance(model, Model) else read(model)
+        self.subgraph = self.model.main
+        self.resolver = resolver or OpResolver.all()
+        self.planner = planners.get(planner)
+        if arena is not None and arena_size is not None:
+            raise MicronnError("give either arena_size or arena, not both")
+        if arena_size is not None and arena_size < 0:
+            raise MicronnError(f"arena_size must be positive, got {arena_size}")
+        self._memory = arena if arena is not None else arena_size
+        self._allocated = False
+        self.profiling = False
+        self.op_times_ns: list[int] = []
+        self._resolve()
+
+    # -- constructors in the tflite_micro runtime's style (they allocate at once) --------------
+    @classmethod
+    def from_file(cls, model_path: str, arena_size: int | None = None, **kw: Any) -> Interpreter:
+        it = cls(model_path, arena_size, **kw)
+        it.allocate_tensors()
+        return it
+
+    @classmethod
+    def from_bytes(cls, model: bytes | bytearray | memoryview, arena_size: int | None = None, **kw: Any) -> Interpreter:
+        it = cls(model, arena_size, **kw)
+        it.allocate_tensors()
+        return it
+
+    # -- phases --------------------------------------------------------------------------------
+    def _resolve(self) -> None:
+        """Find a kernel for every operator; report every unsupported (op, dtype) at once."""
+        sg = self.subgraph
+        self._kernels: list[Kernel] = []
+        self._nodes: list[_Node] = []
+        missing = []
+        for op in sg.operators:
+            node = _Node(self, op, sg)
+            cls = self.resolver.find(op.op)
+            if cls is None:
+                t = next((x for x in node.inputs if x is not None), node.outputs[0] if node.outputs else None)
+                missing.append((op.op, t.dtype.name if t is not None else "-"))
+                continue
+            kernel = cls()
+            key = kernel.dtype_key(node)
+            if cls.dtypes and key not in cls.dtypes:
+                missing.append((op.op, key))
+            self._kernels.append(kernel)
+            self._nodes.append(node)
+        if missing:
+            raise UnsupportedError(missing)
+
+    def _build(self, arena: Arena) -> int:
+        """Prepare every kernel and plan the head into ``arena``; returns the bytes needed."""
+        sg = self.subgraph
+        self._arena = arena
+        self._views: list[np.ndarray | None] = [t.data if t.is_constant else None for t in sg.tensors]
+        for t in sg.tensors:
+            if t.is_variable:
+                raw = arena.persistent(t.nbytes, f"variable t{t.index}")
+                self._views[t.index] = (raw if raw is not None else np.zeros(t.nbytes, np.uint8)).view(
+                    t.dtype).reshape(t.shape)
+        self._kernels = [type(k)() for k in self._kernels]
+        for kernel, node in zip(self._kernels, self._nodes):
+            node.preparing, node.scratch_sizes, node.scratch_views = True, [], []
+            try:
+                kernel.prepare(node)
+            except MicronnError:
+                raise
+            except Exception as e:  # a kernel tripping over an inconsistent model is still the model's fault
+                raise node.fail(f"prepare failed: {type(e).__name__}: {e}") from e
+            node.preparing = False
+        scratch = {n.index: n.scratch_sizes for n in self._nodes if n.scratch_sizes}
+        self.requests = planners.tensor_requests(sg, scratch, planners.offline_offsets(self.model))
+        self.plan = self.planner.plan(self.requests)
+        self.head, self.tail = self.plan.head, arena.tail_used
+        needed = self.head + self.tail
+        if arena.buf is None or needed > arena.size:
+            return needed
+        for off, r in zip(self.plan.offsets, self.requests):
+            if r.tensor is not None:
+                t = sg.tensors[r.tensor]
+                self._views[r.tensor] = arena.view(off, t.nbytes, t.dtype, t.shape)
+            else:
+                op_index, sid = r.scratch
+                node = self._nodes[op_index]
+                node.scratch_views.append(arena.buf[off:off + node.scratch_sizes[sid]])
+        for t in sg.tensors:  # zero-byte or unused tensors still get a (harmless) view
+            if self._views[t.index] is None:
+                self._views[t.index] = np.zeros(t.shape, t.dtype)
+        return needed
+
+    def allocate_tensors(self) -> None:
+        """Prepare kernels, plan the arena and make every tensor view. The only phase that allocates."""
+        if self._memory is None:
+            needed = self._build(Arena(None))
+            self._build(Arena.of(needed))
+        else:
+            arena = Arena.of(self._memory)
+            needed = self._build(arena)
+            if needed > arena.size:
+                raise ArenaTooSmallError(needed, arena.size, self.head, self.tail)
+        self.arena_size = self._arena.size
+        self._allocated = True
+        self.reset()
+
+    def _ensure(self) -> None:
+        if not self._allocated:
+            self.allocate_tensors()
+
+    def invoke(self) -> None:
+        """Run every operator once over the arena."""
+        self._ensure()
+        try:
+            self._run()
+        except MicronnError:
+            raise
+        except Exception as e:
+            failed = next((n for n in self._nodes if n.index == self._current), None)
+            where = f"operator {failed.index} ({failed.op.op})" if failed else "invoke"
+            raise InvokeError(f"{where} failed: {type(e).__name__}: {e}") from e
+
+    def _run(self) -> None:
+        if self.profiling:
+            times = self.op_times_ns = [0] * len(self._nodes)
+            clock = time.perf_counter_ns
+            for i, (kernel, node) in enumerate(zip(self._kernels, self._nodes)):
+                self._current = node.index
+                t0 = clock()
+                kernel.invoke(node)
+                times[i] = clock() - t0
+        else:
+            for kernel, node in zip(self._kernels, self._nodes):
+                self._current = node.index
+                kernel.invoke(node)
+
+    def reset(self) -> None:
+        """Put variable tensors back to their initial state (TFLM: zero point for int8, else zero)."""
+        for t in self.subgraph.tensors:
+            if t.is_variable and self._views[t.index] is not None:
+                self._views[t.index][...] = t.zero_point if t.dtype == np.int8 else 0
+
+    # -- tensors -------------------------------------------------------------------------------
+    def _index(self, key: int | str) -> int:
+        if isinstance(key, str):
+            for t in self.subgraph.tensors:
+                if t.name == key:
+                    return t.index
+            raise MicronnError(f"no tensor named {key!r}")
+        if not 0 <= key < len(self.subgraph.tensors):
+            raise MicronnError(f"tensor index {key} out of range ({len(self.subgraph.tensors)} tensors)")
+        return key
+
+    def view(self, key: int | str) -> np.ndarray:
+        """The live numpy view of a tensor (by index or name) in the arena."""
+        self._ensure()
+        return self._views[self._index(key)]
+
+    def input(self, i: int = 0) -> np.ndarray:
+        return self.view(self._io(self.subgraph.inputs, i, "input"))
+
+    def output(self, i: int = 0) -> np.ndarray:
+        return self.view(self._io(self.subgraph.outputs, i, "output"))
+
+    @staticmethod
+    def _io(lst: list[int], i: int, kind: str) -> int:
+        if not 0 <= i < len(lst):
+            raise MicronnError(f"{kind} index {i} out of range (model has {len(lst)} {kind}s)")
+        return lst[i]
+
+    def set_input(self, data: Any, index: int = 0) -> None:
+        """Copy ``data`` into input ``index``; its dtype and shape must match exactly."""
+        dst = self.input(index)
+        arr = np.asarray(data)
+        t = self.subgraph.tensors[self.subgraph.inputs[index]]
+        if arr.dtype != dst.dtype or arr.shape != dst.shape:
+            raise InvokeError(f"input {index} ({t.name!r}) expects {dst.dtype.name}{list(dst.shape)}, "
+                              f"got {arr.dtype.name}{list(arr.shape)}")
+        dst[...] = arr
+
+    def get_output(self, index: int = 0) -> np.ndarray:
+        return self.output(index).copy()
+
+    def get_tensor(self, key: int | str) -> np.ndarray:
+        return self.view(key).copy()
+
+    def set_tensor(self, key: int | str, value: Any) -> None:
+        dst = self.view(key)
+        arr = np.asarray(value)
+        if arr.dtype != dst.dtype or arr.shape != dst.shape:
+            raise InvokeError(f"tensor {key!r} expects {dst.dtype.name}{list(dst.shape)}, "
+                              f"got {arr.dtype.name}{list(arr.shape)}")
+        if not dst.flags.writeable:
+            raise InvokeError(f"tensor {key!r} is a constant of the model and cannot be set")
+        dst[...] = arr
+
+    def tensor(self, key: int | str):
+        """LiteRT style: a function returning the live view."""
+        return lambda: self.view(key)
+
+    def _details(self, t: Tensor) -> dict[str, Any]:
+        scales = t.quant.scale if t.quant is not None else np.zeros(0, np.float32)
+        zps = (t.quant.zero_point if t.quant is not None else np.zeros(0, np.int64)).astype(np.int32)
+        return {
+            "name": t.name, "index": t.index, "shape": np.array(t.shape, np.int32),
+            "shape_signature": np.array(t.shape_signature or t.shape, np.int32), "dtype": t.dtype.type,
+            "quantization": (t.scale, t.zero_point),
+            "quantization_parameters": {"scales": scales, "zero_points": zps,
+                                        "quantized_dimension": t.quant.axis if t.quant is not None else 0},
+            "sparsity_parameters": {},
+        }
+
+    def get_input_details(self, index: int | None = None) -> Any:
+        """tflite_micro style with an index (one dict); LiteRT style without (a list)."""
+        sg = self.subgraph
+        if index is None:
+            return [self._details(sg.tensors[i]) for i in sg.inputs]
+        return self._details(sg.tensors[self._io(sg.inputs, index, "input")])
+
+    def get_output_details(self, index: int | None = None) -> Any:
+        sg = self.subgraph
+        if index is None:
+            return [self._details(sg.tensors[i]) for i in sg.outputs]
+        return self._details(sg.tensors[self._io(sg.outputs, index, "output")])
+
+    # -- reports -------------------------------------------------------------------------------
+    def arena_report(self) -> dict[str, Any]:
+        """What the arena holds, like TFLM's recording allocator: head, tail and every buffer's place."""
+        self._ensure()
+        sg = self.subgraph
+        bufs = []
+        for off, r in zip(self.plan.offsets, self.requests):
+            entry = {"offset": off, "size": r.size, "first": r.first, "last": r.last}
+            if r.tensor is not None:
+                entry.update(kind="tensor", tensor=r.tensor, name=sg.tensors[r.tensor].name)
+            else:
+                entry.update(kind="scratch", op=r.scratch[0], scratch=r.scratch[1])
+            bufs.append(entry)
+        return {
+            "planner": self.planner.name, "arena_bytes": self.arena_size, "head_bytes": self.head,
+            "tail_bytes": self.tail, "total_bytes": self.head + self.tail,
+            "lower_bound_bytes": planners.lower_bound(self.requests), "buffers": bufs,
+            "tail": [{"what": e.what, "offset": e.offset, "size": e.size} for e in self._arena.tail],
+        }

@@ -1,0 +1,32 @@
+"""Arena memory planners, by name. ``get("tflm")`` is TFLM's greedy planner, bit for bit."""
+
+from __future__ import annotations
+
+from micronn.errors import MicronnError
+from micronn.planners.base import (
+    ALIGN,
+    OFFLINE_KEY,
+    Plan,
+    Planner,
+    Request,
+    align,
+    lower_bound,
+    offline_offsets,
+    tensor_requests,
+)
+from micronn.planners.linear import LinearPlanner
+from micronn.planners.tflm import TflmPlanner
+
+PLANNERS: dict[str, type[Planner]] = {p.name: p for p in (TflmPlanner, LinearPlanner)}
+
+
+def get(name: str | Planner) -> Planner:
+    """A planner instance by name (or pass one through)."""
+    if isinstance(name, Planner):
+        return name
+    if name not in PLANNERS:
+        raise MicronnError(f"unknown planner {name!r}; choose from {', '.join(sorted(PLANNERS))}")
+    return PLANNERS[name]()
+
+
+__all__ = ["ALIGN", "OFFLINE_KEY", "PLANNERS", "offline_offsets", "Plan", "Planner", "Request", "align", "get", "lower_bound", "tensor_requests"]

@@ -1,0 +1,103 @@
+"""The public functions behind the CLI: each returns plain data (JSON-ready) that the CLI prints."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from micronn.interpreter import Interpreter
+from micronn.ir import Model
+from micronn.tflite.reader import Source, read
+
+
+def bundled_model(name: str) -> bytes:
+    """A model shipped inside the package, e.g. ``"person_detect"``."""
+    return resources.files("micronn.models").joinpath(f"{name}.tflite").read_bytes()
+
+
+def _model(model: Model | Source) -> Model:
+    return model if isinstance(model, Model) else read(model)
+
+
+def random_inputs(model: Model, seed: int = 0) -> list[np.ndarray]:
+    """Random inputs covering each input's full integer range (floats in [-1, 1))."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in model.main.inputs:
+        t = model.main.tensors[i]
+        if t.dtype.kind in "iu":
+            info = np.iinfo(t.dtype)
+            out.append(rng.integers(info.min, info.max, t.shape, dtype=t.dtype, endpoint=True))
+        elif t.dtype == np.bool_:
+            out.append(rng.integers(0, 2, t.shape).astype(np.bool_))
+        else:
+            out.append(rng.uniform(-1, 1, t.shape).astype(t.dtype))
+    return out
+
+
+def info(model: Model | Source) -> dict[str, Any]:
+    """Ops, tensors, sizes and a memory summary (TFLM plan and the live-set lower bound)."""
+    m = _model(model)
+    sg = m.main
+    weights = sum(t.nbytes for sg_ in m.subgraphs for t in sg_.tensors if t.is_constant)
+    tensors = [{"index": t.index, "name": t.name, "shape": list(t.shape), "dtype": t.dtype.name, "bytes": t.nbytes,
+                "kind": "constant" if t.is_constant else "variable" if t.is_variable else "activation"}
+               for t in sg.tensors]
+    out: dict[str, Any] = {
+        "subgraphs": len(m.subgraphs), "operators": len(sg.operators),
+        "op_counts": dict(Counter(op.op for op in sg.operators)),
+        "ops": [{"index": op.index, "op": op.op, "inputs": op.inputs, "outputs": op.outputs} for op in sg.operators],
+        "inputs": [tensors[i] for i in sg.inputs], "outputs": [tensors[i] for i in sg.outputs],
+        "tensors": tensors, "weight_bytes": weights,
+        "activation_bytes": sum(t["bytes"] for t in tensors if t["kind"] == "activation"),
+    }
+    try:
+        report = Interpreter(m).arena_report()
+        out["memory"] = {k: report[k] for k in ("planner", "head_bytes", "tail_bytes", "total_bytes",
+                                                "lower_bound_bytes")}
+    except Exception as e:  # info must still describe models micronn cannot run
+        out["memory"] = {"error": f"{type(e).__name__}: {e}"}
+    return out
+
+
+def plan(model: Model | Source, planner: str = "tflm") -> dict[str, Any]:
+    """The arena plan of ``planner``: head/tail/total, lower bound and every buffer's offset and lifetime."""
+    return Interpreter(_model(model), planner=planner).arena_report()
+
+
+def run(model: Model | Source, inputs: list[np.ndarray] | None = None, *, seed: int = 0,
+        arena_size: int | None = None, profile: bool = False) -> dict[str, Any]:
+    """Invoke once; returns outputs, the arena used and, with ``profile``, per-op times."""
+    m = _model(model)
+    it = Interpreter(m, arena_size)
+    it.allocate_tensors()
+    for i, x in enumerate(inputs if inputs is not None else random_inputs(m, seed)):
+        it.set_input(x, i)
+    it.profiling = profile
+    t0 = time.perf_counter_ns()
+    it.invoke()
+    total = time.perf_counter_ns() - t0
+    out: dict[str, Any] = {"outputs": [it.get_output(i) for i in range(len(m.main.outputs))],
+                           "arena": {k: v for k, v in it.arena_report().items() if k.endswith("bytes")},
+                           "invoke_ns": total}
+    if profile:
+        kernel = sum(it.op_times_ns)
+        out["profile"] = {
+            "ops": [{"index": n.index, "op": n.op.op, "ns": t} for n, t in zip(it._nodes, it.op_times_ns)],
+            "kernel_ns": kernel, "total_ns": total, "overhead_ns": total - kernel,
+        }
+    return out
+
+
+def demo(image: str = "person") -> dict[str, Any]:
+    """micronn's main job on bundled data: person detection on a bundled 96x96 photo."""
+    pixels = np.load(resources.files("micronn.data").joinpath(f"{image}.npy").open("rb"))
+    x = (pixels.astype(np.int16) - 128).astype(np.int8).reshape(1, 96, 96, 1)
+    res = run(bundled_model("person_detect"), [x])
+    scores = (res["outputs"][0].astype(np.float64).ravel() + 128) / 256  # output scale 1/256, zero point -128
+    return {"image": image, "person_score": float(scores[1]), "no_person_score": float(scores[0]),
+            "person": bool(scores[1] > scores[0]), "arena": res["arena"]}
