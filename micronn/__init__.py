@@ -20,9 +20,10 @@ __all__ = [
     "UnsupportedError",
 ]
 
+from micronn.arena import SharedArena  # noqa: E402
 from micronn.interpreter import Interpreter  # noqa: E402
 from micronn.kernels import Kernel, Node, register  # noqa: E402
 from micronn.resolver import OpResolver  # noqa: E402
 from micronn.tflite.reader import read  # noqa: E402
 
-__all__ += ["Interpreter", "Kernel", "Node", "OpResolver", "read", "register"]
+__all__ += ["SharedArena", "Interpreter", "Kernel", "Node", "OpResolver", "read", "register"]

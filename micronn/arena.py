@@ -31,6 +31,7 @@ class Arena:
     buf: np.ndarray | None
     tail_used: int = 0
     tail: list[TailEntry] = field(default_factory=list)
+    tail_base: int = 0  # bytes at the top already owned by other tenants of a shared arena
 
     @classmethod
     def of(cls, memory: int | bytearray | memoryview | np.ndarray | None) -> Arena:
@@ -47,7 +48,7 @@ class Arena:
     def persistent(self, nbytes: int, what: str) -> np.ndarray | None:
         """Take ``nbytes`` from the tail; None if the arena is only measuring or is too small."""
         self.tail_used += align(nbytes)
-        offset = self.size - self.tail_used
+        offset = self.size - self.tail_base - self.tail_used
         self.tail.append(TailEntry(what, offset, nbytes))
         if self.buf is None or offset < 0:
             return None
@@ -55,3 +56,47 @@ class Arena:
 
     def view(self, offset: int, nbytes: int, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
         return self.buf[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+class SharedArena:
+    """One arena for several models (multitenancy, TFLM paper section 4.5).
+
+    Persistent tails stack down from the top, one per interpreter; the non-persistent heads all start at
+    offset 0 and overlap, so the arena needs the largest head plus the sum of the tails. Because heads
+    overlap, set a model's inputs right before invoking it.
+
+        shared = SharedArena.sized_for(model_a, model_b)
+        a = Interpreter(model_a, arena=shared); b = Interpreter(model_b, arena=shared)
+    """
+
+    def __init__(self, memory: int | bytearray | memoryview | np.ndarray):
+        self.arena = Arena.of(memory)
+        self.tenants: list = []  # interpreters, in allocation order
+
+    @classmethod
+    def sized_for(cls, *models, **interpreter_kw) -> SharedArena:
+        """An arena exactly big enough for ``models`` (each a Model, path or bytes)."""
+        from micronn.interpreter import Interpreter
+
+        sizes = []
+        for m in models:
+            it = Interpreter(m, **interpreter_kw)
+            it.allocate_tensors()
+            sizes.append((it.head, it.tail))
+        return cls(max(h for h, _ in sizes) + sum(t for _, t in sizes))
+
+    @property
+    def size(self) -> int:
+        return self.arena.size
+
+    @property
+    def tail_used(self) -> int:
+        return sum(t.tail for t in self.tenants)
+
+    def report(self) -> dict:
+        """Per-tenant head/tail, the shared total, and what separate arenas would have cost."""
+        tenants = [{"head_bytes": t.head, "tail_bytes": t.tail} for t in self.tenants]
+        shared = max((t.head for t in self.tenants), default=0) + self.tail_used
+        separate = sum(t.head + t.tail for t in self.tenants)
+        return {"arena_bytes": self.size, "tenants": tenants, "shared_bytes": shared, "separate_bytes": separate,
+                "saved_bytes": separate - shared}

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from micronn import planners
-from micronn.arena import Arena
+from micronn.arena import Arena, SharedArena
 from micronn.errors import ArenaTooSmallError, InvokeError, MicronnError, UnsupportedError
 from micronn.ir import Model, Operator, Subgraph, Tensor
 from micronn.kernels import Kernel, Node
@@ -80,7 +80,8 @@ class Interpreter:
     """
 
     def __init__(self, model: Model | Source, arena_size: int | None = None, resolver: OpResolver | None = None,
-                 *, arena: bytearray | memoryview | np.ndarray | None = None, planner: str | planners.Planner = "tflm"):
+                 *, arena: bytearray | memoryview | np.ndarray | SharedArena | None = None,
+                 planner: str | planners.Planner = "tflm"):
         self.model = model if isinstance(model, Model) else read(model)
         self.subgraph = self.model.main
         self.resolver = resolver or OpResolver.all()
@@ -155,7 +156,7 @@ class Interpreter:
         self.requests = planners.tensor_requests(sg, scratch, planners.offline_offsets(self.model))
         self.plan = self.planner.plan(self.requests)
         self.head, self.tail = self.plan.head, arena.tail_used
-        needed = self.head + self.tail
+        needed = self.head + self.tail + arena.tail_base
         if arena.buf is None or needed > arena.size:
             return needed
         for off, r in zip(self.plan.offsets, self.requests):
@@ -173,14 +174,19 @@ class Interpreter:
 
     def allocate_tensors(self) -> None:
         """Prepare kernels, plan the arena and make every tensor view. The only phase that allocates."""
+        shared = self._memory if isinstance(self._memory, SharedArena) else None
         if self._memory is None:
             needed = self._build(Arena(None))
             self._build(Arena.of(needed))
         else:
-            arena = Arena.of(self._memory)
+            if shared is not None and self in shared.tenants:
+                raise MicronnError("this interpreter already holds its part of the shared arena")
+            arena = Arena(shared.arena.buf, tail_base=shared.tail_used) if shared else Arena.of(self._memory)
             needed = self._build(arena)
             if needed > arena.size:
-                raise ArenaTooSmallError(needed, arena.size, self.head, self.tail)
+                raise ArenaTooSmallError(needed, arena.size, self.head, self.tail + arena.tail_base)
+            if shared is not None:
+                shared.tenants.append(self)
         self.arena_size = self._arena.size
         self._allocated = True
         self.reset()

@@ -43,7 +43,8 @@ class Node:
         """Prepare only: ask for a non-persistent buffer alive during this op; returns its id."""
         raise NotImplementedError
 
-    def scratch(self, idx: int, dtype: Any = np.uint8, shape: tuple[int, ...] | None = None) -> np.ndarray:  # pragma: no cover
+    def scratch(self, idx: int, dtype: Any = np.uint8,
+                shape: tuple[int, ...] | None = None) -> np.ndarray:  # pragma: no cover
         """Invoke only: the scratch buffer ``idx`` as a view of ``dtype`` (and ``shape``)."""
         raise NotImplementedError
 

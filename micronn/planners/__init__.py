@@ -14,10 +14,12 @@ from micronn.planners.base import (
     offline_offsets,
     tensor_requests,
 )
+from micronn.planners.greedy import GreedyPlanner
 from micronn.planners.linear import LinearPlanner
+from micronn.planners.optimal import OptimalPlanner
 from micronn.planners.tflm import TflmPlanner
 
-PLANNERS: dict[str, type[Planner]] = {p.name: p for p in (TflmPlanner, LinearPlanner)}
+PLANNERS: dict[str, type[Planner]] = {p.name: p for p in (TflmPlanner, LinearPlanner, OptimalPlanner)}
 
 
 def get(name: str | Planner) -> Planner:
@@ -29,4 +31,7 @@ def get(name: str | Planner) -> Planner:
     return PLANNERS[name]()
 
 
-__all__ = ["ALIGN", "OFFLINE_KEY", "PLANNERS", "offline_offsets", "Plan", "Planner", "Request", "align", "get", "lower_bound", "tensor_requests"]
+__all__ = [
+    "ALIGN", "OFFLINE_KEY", "PLANNERS", "GreedyPlanner", "OptimalPlanner", "Plan", "Planner", "Request", "align",
+    "get", "lower_bound", "offline_offsets", "tensor_requests",
+]

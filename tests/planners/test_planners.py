@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import model_path
 
 from micronn import ModelError, planners, read
 from micronn.planners import Request, lower_bound, offline_offsets, tensor_requests
-from conftest import model_path
 
 
 def test_largest_first_then_first_fit() -> None:
