@@ -35,8 +35,11 @@ def _table(rows: list[list[Any]], header: list[str]) -> str:
 def _memory_lines(mem: dict[str, Any]) -> str:
     if "error" in mem:
         return f"memory: cannot plan: {mem['error']}"
-    return (f"arena ({mem.get('planner', 'tflm')} planner): head {mem['head_bytes']:,} B + tail {mem['tail_bytes']:,} B"
+    line = (f"arena ({mem.get('planner', 'tflm')} planner): head {mem['head_bytes']:,} B + tail {mem['tail_bytes']:,} B"
             f" = {mem['total_bytes']:,} B; live-set lower bound {mem['lower_bound_bytes']:,} B")
+    if "tflm_head_bytes" in mem:
+        line += f"; TFLM's planner: head {mem['tflm_head_bytes']:,} B"
+    return line
 
 
 def cmd_demo(a: argparse.Namespace) -> Any:

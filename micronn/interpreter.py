@@ -76,16 +76,22 @@ class Interpreter:
     """Run a TFLite model from one fixed arena, byte-identically to TFLM.
 
     ``arena_size`` (bytes) or ``arena`` (your own bytearray) fix the memory; with neither,
-    the arena is sized to exactly what the model needs. ``planner`` picks the memory planner.
+    the arena is sized to exactly what the model needs. ``planner`` picks the memory planner
+    (``"optimal"`` by default, ``"tflm"`` for TFLM's exact plan); ``sharing`` lets outputs alias,
+    overwrite or stream over dying inputs (see ``micronn.planners.sharing``; never with ``"tflm"``).
     """
 
     def __init__(self, model: Model | Source, arena_size: int | None = None, resolver: OpResolver | None = None,
                  *, arena: bytearray | memoryview | np.ndarray | SharedArena | None = None,
-                 planner: str | planners.Planner = "tflm"):
+                 planner: str | planners.Planner = "optimal", sharing: bool | planners.Sharing = True):
         self.model = model if isinstance(model, Model) else read(model)
         self.subgraph = self.model.main
         self.resolver = resolver or OpResolver.all()
         self.planner = planners.get(planner)
+        if sharing is True:
+            sharing = planners.Sharing()
+        # baselines (TFLM's exact plan, no reuse) share no memory
+        self.sharing = sharing if sharing is not False and self.planner.shares else planners.Sharing.none()
         if arena is not None and arena_size is not None:
             raise MicronnError("give either arena_size or arena, not both")
         if arena_size is not None and arena_size < 0:
@@ -153,20 +159,27 @@ class Interpreter:
                 raise node.fail(f"prepare failed: {type(e).__name__}: {e}") from e
             node.preparing = False
         scratch = {n.index: n.scratch_sizes for n in self._nodes if n.scratch_sizes}
-        self.requests = planners.tensor_requests(sg, scratch, planners.offline_offsets(self.model))
+        self.base_requests = planners.tensor_requests(sg, scratch, planners.offline_offsets(self.model))
+        self.requests, self.shared_groups = planners.share(sg, self.base_requests, self.sharing)
         self.plan = self.planner.plan(self.requests)
+        if self.shared_groups:  # sharing is chosen with quick plans; keep it only if the real plan agrees
+            unshared = self.planner.plan(self.base_requests)
+            if unshared.head <= self.plan.head:
+                self.requests, self.shared_groups, self.plan = self.base_requests, [], unshared
         self.head, self.tail = self.plan.head, arena.tail_used
         needed = self.head + self.tail + arena.tail_base
         if arena.buf is None or needed > arena.size:
             return needed
+        for node in self._nodes:
+            node.scratch_views = [None] * len(node.scratch_sizes)
         for off, r in zip(self.plan.offsets, self.requests):
-            if r.tensor is not None:
-                t = sg.tensors[r.tensor]
-                self._views[r.tensor] = arena.view(off, t.nbytes, t.dtype, t.shape)
-            else:
+            for m in r.members or [planners.Member(r.tensor, 0, r.size, r.first, r.last)] * (r.tensor is not None):
+                t = sg.tensors[m.tensor]
+                self._views[m.tensor] = arena.view(off + m.rel, t.nbytes, t.dtype, t.shape)
+            if r.scratch is not None:
                 op_index, sid = r.scratch
                 node = self._nodes[op_index]
-                node.scratch_views.append(arena.buf[off:off + node.scratch_sizes[sid]])
+                node.scratch_views[sid] = arena.buf[off:off + node.scratch_sizes[sid]]
         for t in sg.tensors:  # zero-byte or unused tensors still get a (harmless) view
             if self._views[t.index] is None:
                 self._views[t.index] = np.zeros(t.shape, t.dtype)
@@ -317,15 +330,19 @@ class Interpreter:
         sg = self.subgraph
         bufs = []
         for off, r in zip(self.plan.offsets, self.requests):
-            entry = {"offset": off, "size": r.size, "first": r.first, "last": r.last}
-            if r.tensor is not None:
-                entry.update(kind="tensor", tensor=r.tensor, name=sg.tensors[r.tensor].name)
-            else:
-                entry.update(kind="scratch", op=r.scratch[0], scratch=r.scratch[1])
-            bufs.append(entry)
+            if r.scratch is not None:
+                bufs.append({"offset": off, "size": r.size, "first": r.first, "last": r.last, "kind": "scratch",
+                             "op": r.scratch[0], "scratch": r.scratch[1]})
+            for m in r.members or [planners.Member(r.tensor, 0, r.size, r.first, r.last)] * (r.tensor is not None):
+                bufs.append({"offset": off + m.rel, "size": m.size, "first": m.first, "last": m.last, "kind": "tensor",
+                             "tensor": m.tensor, "name": sg.tensors[m.tensor].name,
+                             "shares_with": [o.tensor for o in r.members if o.tensor != m.tensor]})
         return {
             "planner": self.planner.name, "arena_bytes": self.arena_size, "head_bytes": self.head,
             "tail_bytes": self.tail, "total_bytes": self.head + self.tail,
-            "lower_bound_bytes": planners.lower_bound(self.requests), "buffers": bufs,
+            "lower_bound_bytes": planners.lower_bound(self.base_requests),
+            "shared_lower_bound_bytes": planners.lower_bound(self.requests),
+            "sharing": {k: getattr(self.sharing, k) for k in ("alias", "inplace", "overlap")},
+            "shared_groups": self.shared_groups, "plan_notes": self.plan.notes, "buffers": bufs,
             "tail": [{"what": e.what, "offset": e.offset, "size": e.size} for e in self._arena.tail],
         }

@@ -28,6 +28,10 @@ class Activation(IntEnum):
     SIGN_BIT = 5
 
 
+# TFLite's RESOURCE type: a handle to a resource variable (VAR_HANDLE's output), an int32 id at run time. A
+# one-field structured dtype has int32's size but stays distinct from int32, so the type code round-trips.
+RESOURCE = np.dtype([("resource_id", "<i4")])
+
 # TensorType code -> numpy dtype, for the types micronn computes with.
 DTYPES: dict[int, np.dtype] = {
     0: np.dtype(np.float32),
@@ -40,6 +44,7 @@ DTYPES: dict[int, np.dtype] = {
     9: np.dtype(np.int8),
     10: np.dtype(np.float64),
     12: np.dtype(np.uint64),
+    13: RESOURCE,
     15: np.dtype(np.uint32),
     16: np.dtype(np.uint16),
 }

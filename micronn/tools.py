@@ -58,15 +58,16 @@ def info(model: Model | Source) -> dict[str, Any]:
     try:
         report = Interpreter(m).arena_report()
         out["memory"] = {k: report[k] for k in ("planner", "head_bytes", "tail_bytes", "total_bytes",
-                                                "lower_bound_bytes")}
+                                                "lower_bound_bytes", "shared_groups")}
+        out["memory"]["tflm_head_bytes"] = Interpreter(m, planner="tflm").arena_report()["head_bytes"]
     except Exception as e:  # info must still describe models micronn cannot run
         out["memory"] = {"error": f"{type(e).__name__}: {e}"}
     return out
 
 
-def plan(model: Model | Source, planner: str = "tflm") -> dict[str, Any]:
+def plan(model: Model | Source, planner: str = "optimal", sharing: bool = True) -> dict[str, Any]:
     """The arena plan of ``planner``: head/tail/total, lower bound and every buffer's offset and lifetime."""
-    return Interpreter(_model(model), planner=planner).arena_report()
+    return Interpreter(_model(model), planner=planner, sharing=sharing).arena_report()
 
 
 def run(model: Model | Source, inputs: list[np.ndarray] | None = None, *, seed: int = 0,

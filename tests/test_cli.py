@@ -19,8 +19,8 @@ def _json(capsys, *argv: str) -> dict:
 
 def test_info(capsys) -> None:
     res = _json(capsys, "info", str(model_path("person_detect")))
-    assert res["op_counts"]["CONV_2D"] == 14 and res["memory"]["head_bytes"] == 55_296
-    assert res["memory"]["lower_bound_bytes"] == 55_296
+    assert res["op_counts"]["CONV_2D"] == 14 and res["memory"]["tflm_head_bytes"] == 55_296
+    assert res["memory"]["lower_bound_bytes"] == 55_296 and res["memory"]["head_bytes"] < 55_296
 
 
 def test_plan_json_fields(capsys) -> None:
@@ -45,7 +45,7 @@ def test_run_with_inputs_outputs_and_profile(tmp_path, capsys) -> None:
 
 def test_demo_finds_the_person(capsys) -> None:
     res = _json(capsys, "demo")
-    assert res["person"] and res["arena"]["head_bytes"] == 55_296
+    assert res["person"] and res["arena"]["head_bytes"] < 55_296 < res["arena"]["lower_bound_bytes"] + 1
     assert not _json(capsys, "demo", "--image", "no_person")["person"]
 
 

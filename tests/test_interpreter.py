@@ -20,7 +20,7 @@ def test_arena_too_small_states_needs() -> None:
     with pytest.raises(ArenaTooSmallError) as e:
         Interpreter.from_file(str(model_path("person_detect")), arena_size=need - 1)
     assert (e.value.needed, e.value.head, e.value.tail) == (need, it.head, it.tail)
-    assert f"{need} bytes needed" in str(e.value) and "head 55296" in str(e.value)
+    assert f"{need} bytes needed" in str(e.value) and f"head {it.head}" in str(e.value)
     Interpreter.from_file(str(model_path("person_detect")), arena_size=need).invoke()  # exactly enough is enough
 
 

@@ -1,7 +1,8 @@
 """Helpers shared by the convolution-family and pooling kernels.
 
 Window geometry (TFLM's padding rules), a padded-input cache, exact integer matrix products through
-BLAS, a fast per-channel requantizer, and C-exact float clamping. Not a kernel module: it registers nothing.
+BLAS, a fast per-channel requantizer, TFLM's float32 accumulation (down to which NaN comes out), C-exact
+float clamping, and the base class of the two pooling kernels. Not a kernel module: it registers nothing.
 """
 
 from __future__ import annotations
@@ -328,7 +329,7 @@ class FloatSum:
             self.total += v
             return
         new = self.total + v
-        keep = np.isnan(self.total) & False
+        keep = np.isnan(self.total)
         if valid is not None:
             keep |= ~valid
         np.copyto(new, self.total, where=keep)

@@ -97,7 +97,9 @@ class Softmax(Kernel):
 
     def invoke(self, node: Node) -> None:
         x = node.input(0)
-        depth = x.shape[-1] if x.ndim else 1
+        if x.size == 0:
+            return
+        depth = x.shape[-1]
         rows = x.reshape(-1, depth)
         if self.in_dtype == "float32":
             result = self._float(rows)

@@ -6,6 +6,7 @@ from micronn.errors import MicronnError
 from micronn.planners.base import (
     ALIGN,
     OFFLINE_KEY,
+    Member,
     Plan,
     Planner,
     Request,
@@ -17,6 +18,7 @@ from micronn.planners.base import (
 from micronn.planners.greedy import GreedyPlanner
 from micronn.planners.linear import LinearPlanner
 from micronn.planners.optimal import OptimalPlanner
+from micronn.planners.sharing import Sharing, share
 from micronn.planners.tflm import TflmPlanner
 
 PLANNERS: dict[str, type[Planner]] = {p.name: p for p in (TflmPlanner, LinearPlanner, OptimalPlanner)}
@@ -33,5 +35,5 @@ def get(name: str | Planner) -> Planner:
 
 __all__ = [
     "ALIGN", "OFFLINE_KEY", "PLANNERS", "GreedyPlanner", "OptimalPlanner", "Plan", "Planner", "Request", "align",
-    "get", "lower_bound", "offline_offsets", "tensor_requests",
+    "get", "lower_bound", "offline_offsets", "tensor_requests", "Member", "Sharing", "share",
 ]

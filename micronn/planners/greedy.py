@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from micronn.planners.base import Plan, Planner, Request
+from micronn.planners.base import Plan, Planner, Request, lowest_fit
 
 ORDERS: dict[str, Callable[[Request], tuple]] = {
     "size": lambda r: (-r.size, r.first, -r.last),
@@ -19,29 +19,34 @@ ORDERS: dict[str, Callable[[Request], tuple]] = {
 
 
 def place(requests: list[Request], order: list[int], best_fit: bool = False) -> list[int]:
-    """Place requests in ``order`` at the lowest (first-fit) or tightest (best-fit) free offset."""
+    """Place requests in ``order`` at the lowest (first-fit) or tightest (best-fit) free offset.
+
+    Best-fit looks at gaps between simple buffers; compound requests always go first-fit.
+    """
     offsets = [0] * len(requests)
-    placed: list[int] = []
+    placed: list[tuple[int, Request]] = []
     for i in order:
         r = requests[i]
         if r.offline is not None:
             offsets[i] = r.offline
-            placed.append(i)
-            continue
-        busy = sorted((offsets[j], offsets[j] + requests[j].size) for j in placed if requests[j].overlaps(r))
-        best, best_slack, top = None, None, 0
-        for lo, hi in busy:
-            if lo - top >= r.size:
-                if not best_fit:
-                    best = top
-                    break
-                slack = lo - top - r.size
-                if best_slack is None or slack < best_slack:
-                    best, best_slack = top, slack
-            top = max(top, hi)
-        offsets[i] = top if best is None else best
-        placed.append(i)
+        elif best_fit and not r.members:
+            offsets[i] = _best_gap(r, placed)
+        else:
+            offsets[i] = lowest_fit(r, placed)
+        placed.append((offsets[i], r))
     return offsets
+
+
+def _best_gap(r: Request, placed: list[tuple[int, Request]]) -> int:
+    best, best_slack, top = None, None, 0
+    bad = sorted(iv for o, q in placed if q.overlaps(r) for iv in r.forbidden(q, o))
+    for lo, hi in bad:  # offsets in the open interval (lo, hi) collide; [top, lo] is a gap of slack lo - top
+        if lo >= top:
+            slack = lo - top
+            if best_slack is None or slack < best_slack:
+                best, best_slack = top, slack
+        top = max(top, hi)
+    return top if best is None else best
 
 
 class GreedyPlanner(Planner):

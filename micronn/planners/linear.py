@@ -7,6 +7,7 @@ from micronn.planners.base import Plan, Planner, Request
 
 class LinearPlanner(Planner):
     name = "linear"
+    shares = False
 
     def plan(self, requests: list[Request]) -> Plan:
         offsets, end = [], 0

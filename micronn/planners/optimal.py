@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from micronn.planners.base import Plan, Planner, Request, lower_bound
+from micronn.planners.base import Plan, Planner, Request, lower_bound, lowest_fit
 from micronn.planners.greedy import ORDERS, GreedyPlanner
 from micronn.planners.tflm import TflmPlanner
 
@@ -44,14 +44,7 @@ class _Search:
         self.timed_out = False
 
     def first_fit(self, i: int, offsets: list[int | None]) -> int:
-        r = self.reqs[i]
-        busy = sorted((offsets[j], offsets[j] + self.reqs[j].size) for j in self.nbrs[i] if offsets[j] is not None)
-        top = 0
-        for lo, hi in busy:
-            if lo - top >= r.size:
-                break
-            top = max(top, hi)
-        return top
+        return lowest_fit(self.reqs[i], [(offsets[j], self.reqs[j]) for j in self.nbrs[i] if offsets[j] is not None])
 
     def run(self) -> None:
         n = len(self.reqs)

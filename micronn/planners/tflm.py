@@ -14,6 +14,7 @@ from micronn.planners.base import Plan, Planner, Request
 
 class TflmPlanner(Planner):
     name = "tflm"
+    shares = False
 
     def plan(self, requests: list[Request]) -> Plan:
         offline = [i for i, r in enumerate(requests) if r.offline is not None]

@@ -41,7 +41,7 @@ class _Field:
     accessor: str  # CamelCase accessor of the generated class
     name: str  # snake_case field name
     vector: bool
-    flags: str  # flatbuffers number type, e.g. "Int32"
+    flags: str  # flatbuffers number type, e.g. "Int32", or "String" for a string field
 
 
 class _Spec:
@@ -58,15 +58,17 @@ class _Spec:
             src = inspect.getsource(fn)
             m = _FLAGS.search(src)
             params = list(inspect.signature(fn).parameters)
-            if m is None:  # nested tables/structs: not used by any micro kernel, kept out of the IR
-                continue
+            if m is None:
+                if "self._tab.String(" in src:  # VarHandleOptions' container and shared_name
+                    fields.append(_Field(acc, snake(acc), False, "String"))
+                continue  # nested tables/structs: not used by any micro kernel, kept out of the IR
             fields.append(_Field(acc, snake(acc), len(params) == 2, m.group(1)))
         self.fields = fields
         defaults = self._decode_empty(gen)
         self.cls = dataclasses.make_dataclass(
             table,
-            [(f.name, tuple if f.vector else type(defaults[f.name]), dataclasses.field(default=defaults[f.name]))
-             for f in fields],
+            [(f.name, tuple if f.vector else str | None if f.flags == "String" else type(defaults[f.name]),
+              dataclasses.field(default=defaults[f.name])) for f in fields],
             frozen=True,
             namespace={"__doc__": f"Typed ``{table}`` of the TFLite schema."},
         )
@@ -84,6 +86,9 @@ class _Spec:
             if f.vector:
                 n = getattr(obj, f.accessor + "Length")()
                 out[f.name] = tuple(getattr(obj, f.accessor)(j) for j in range(n))
+            elif f.flags == "String":  # absent stays None: TFLM tells a missing string from an empty one
+                v = getattr(obj, f.accessor)()
+                out[f.name] = None if v is None else v.decode("utf-8", errors="replace")
             else:
                 v = getattr(obj, f.accessor)()
                 out[f.name] = bool(v) if f.flags == "Bool" else v
@@ -106,9 +111,13 @@ class _Spec:
                 for v in reversed(vals):
                     getattr(b, f"Prepend{f.flags}")(v)
                 vectors[f.name] = b.EndVector()
+            elif f.flags == "String" and getattr(opts, f.name) is not None:
+                vectors[f.name] = b.CreateString(getattr(opts, f.name))
         getattr(self.module, f"{self.table}Start")(b)
         for f in self.fields:
-            v = vectors[f.name] if f.vector else getattr(opts, f.name)
+            if f.flags == "String" and f.name not in vectors:
+                continue
+            v = vectors[f.name] if f.name in vectors else getattr(opts, f.name)
             getattr(self.module, f"{self.table}Add{f.accessor}")(b, v)
         return getattr(self.module, f"{self.table}End")(b)
 

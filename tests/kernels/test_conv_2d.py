@@ -112,27 +112,28 @@ def test_conv_float_special_values() -> None:
 def test_which_nan_comes_out(op: str) -> None:
     """Where two NaNs meet, TFLM's compiled code picks one: the input's in input * weight, the running total's
     in the sum, and the total's (CONV_2D) or the bias's (the others) in total + bias. numpy does not decide
-    consistently, so the kernels must. Also 0 * inf and inf - inf, which make a negative default NaN."""
+    consistently (it depends on array sizes), so the kernels must. Also 0 * inf and inf - inf, which make a
+    negative default NaN. Rows are many so that numpy takes its SIMD loops."""
     pos, neg = np.float32(np.nan), -np.float32(np.nan)
     combos = [(neg, pos, 0.0), (pos, neg, 0.0), (1.0, pos, neg), (1.0, neg, pos), (np.inf, 0.0, 0.0),
               (1.0, np.inf, -np.inf)]  # (weight, input, bias)
+    rows = 24
     for w, x, b in combos:
-        ws = np.full(4, w, np.float32)
-        ws[1::2] = 1.0  # two taps: the second adds a finite product to whatever the first made
-        xs = np.array([x, -x if x == x else pos, x, neg], np.float32)
+        ws = np.array([w, 1.0, w, 1.0], np.float32)  # the finite taps add a NaN of the other sign, or a number
+        other = neg if np.signbit(x) == 0 and np.isnan(x) else pos
+        xs = np.tile(np.array([x, other, x, neg], np.float32), (rows, 1))
+        xs[1::2] = xs[1::2, ::-1]
         if op == "FULLY_CONNECTED":
-            inputs = [T((1, 4), "float32"), T((1, 4), "float32", data=ws.reshape(1, 4))]
-            shape, out, xin = (1, 4), (1, 1), xs.reshape(1, 4)
+            inputs = [T((rows, 4), "float32"), T((1, 4), "float32", data=ws.reshape(1, 4))]
+            out, xin = (rows, 1), xs
+            opts = schema.options(op)
         else:
-            shape = (1, 1, 4, 1)
-            inputs = [T(shape, "float32"), T((1, 1, 4, 1), "float32", data=ws.reshape(1, 1, 4, 1))]
-            out, xin = (1, 1, 1, 1), xs.reshape(shape)
-        extra = {"depth_multiplier": 1} if op == "DEPTHWISE_CONV_2D" else {}
-        opts = schema.options(op, **({} if op == "FULLY_CONNECTED" else {"stride_h": 1, "stride_w": 1, "padding": 1}),
-                              **extra)
+            inputs = [T((1, rows, 4, 1), "float32"), T((1, 1, 4, 1), "float32", data=ws.reshape(1, 1, 4, 1))]
+            out, xin = (1, rows, 1, 1), xs.reshape(1, rows, 4, 1)
+            extra = {"depth_multiplier": 1} if op == "DEPTHWISE_CONV_2D" else {}
+            opts = schema.options(op, stride_h=1, stride_w=1, padding=1, **extra)
         model = op_model(op, [*inputs, T((1,), "float32", data=[b])], [T(out, "float32")], opts)
         assert_same_as_tflm(model, inputs=[xin])
-        assert_same_as_tflm(model, inputs=[xin[..., ::-1, :] if op != "FULLY_CONNECTED" else xin[:, ::-1]])
 
 
 def test_conv_float_runtime_filter() -> None:

@@ -144,3 +144,11 @@ def test_quantized_int8_input_layer() -> None:
                      schema.options("DEPTHWISE_CONV_2D", stride_h=2, stride_w=2, depth_multiplier=8,
                                     fused_activation_function=3))
     assert_same_as_tflm(model, runs=2)
+
+
+def test_depthwise_runtime_filter() -> None:
+    """A filter that is a model input (not a constant) is read at invoke."""
+    model = op_model("DEPTHWISE_CONV_2D", [T((1, 5, 5, 2), "float32"), T((1, 3, 3, 4), "float32"),
+                                           T((4,), "float32", data=[1, 2, 3, 4])], [T((1, 5, 5, 4), "float32")],
+                     schema.options("DEPTHWISE_CONV_2D", stride_h=1, stride_w=1, depth_multiplier=2))
+    assert_same_as_tflm(model, runs=2)

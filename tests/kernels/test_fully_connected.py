@@ -107,3 +107,12 @@ def test_real_models(name: str) -> None:
         assert_same_as_tflm((MODELS / name).read_bytes(), runs=3)
     except UnsupportedError as e:  # ops owned by other kernels may not exist yet
         pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("kind", ["int8", "float32"])
+def test_runtime_weights(kind: str) -> None:
+    """Weights that are a model input (not a constant) are read at invoke."""
+    q = {"int8": [(0.1, 2), (0.05, 0), (0.2, -1)], "float32": [(), (), ()]}[kind]
+    model = op_model("FULLY_CONNECTED", [T((2, 6), kind, *q[0]), T((3, 6), kind, *q[1])], [T((2, 3), kind, *q[2])],
+                     schema.options("FULLY_CONNECTED"))
+    assert_same_as_tflm(model, runs=2)
