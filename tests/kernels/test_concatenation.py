@@ -62,7 +62,7 @@ def test_concatenation_int16_different_scales() -> None:
 @pytest.mark.parametrize("dtype", ["float32", "int8", "int64"])
 def test_concatenation_head_equals_tflm(dtype: str) -> None:
     model = concat_model(dtype, [(2, 3, 4), (2, 1, 4), (2, 5, 4)], 1)
-    it = Interpreter(model)
+    it = Interpreter(model, planner="tflm")
     it.allocate_tensors()
     assert it.head == tflm_arena(model)["head"]
 

@@ -182,7 +182,7 @@ def test_reset_restores_state():
 @pytest.mark.parametrize("kind", ["int8", "int16", "float32"])
 def test_scratch_matches_tflm_arena(kind):
     model = lstm(np.random.default_rng(2), kind, batch=3, units=6)
-    assert Interpreter.from_bytes(model).arena_report()["head_bytes"] == tflm_arena(model)["head"]
+    assert Interpreter.from_bytes(model, planner="tflm").arena_report()["head_bytes"] == tflm_arena(model)["head"]
 
 
 # ---- what TFLM does not support -------------------------------------------------------------------------------

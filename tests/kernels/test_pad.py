@@ -83,7 +83,7 @@ def test_int64_paddings_read_as_int32_like_tflm() -> None:
 @pytest.mark.parametrize("dtype", ["float32", "int8"])
 def test_pad_head_equals_tflm(dtype: str) -> None:
     model = pad_model(dtype, (1, 4, 4, 2), [[0, 0], [1, 1], [2, 0], [0, 0]])
-    it = Interpreter(model)
+    it = Interpreter(model, planner="tflm")
     it.allocate_tensors()
     assert it.head == tflm_arena(model)["head"]
 

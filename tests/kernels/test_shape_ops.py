@@ -87,7 +87,7 @@ def test_pack_scalars() -> None:
 
 def test_pack_head_equals_tflm() -> None:
     model = pack_model("float32", [(2, 3)] * 3, 1)
-    it = Interpreter(model)
+    it = Interpreter(model, planner="tflm")
     it.allocate_tensors()
     assert it.head == tflm_arena(model)["head"]
 
@@ -159,7 +159,7 @@ def test_reshape_shape_sources(kw: dict) -> None:
 
 def test_reshape_head_equals_tflm() -> None:
     model = reshape_model("float32", (2, 6), (3, 4), [3, 4])
-    it = Interpreter(model)
+    it = Interpreter(model, planner="tflm")
     it.allocate_tensors()
     assert it.head == tflm_arena(model)["head"]
 
@@ -207,6 +207,6 @@ def test_shape_slice_pack_chain_feeds_transpose_conv() -> None:
     model = graph_model(Graph(tensors, ops, ["x"], ["y", "out_shape"]))
     results = assert_same_as_tflm(model, runs=2)
     assert results[0][1].tolist() == [1, 6, 8, 5]
-    it = Interpreter(model)
+    it = Interpreter(model, planner="tflm")
     it.allocate_tensors()
     assert it.head == tflm_arena(model)["head"]

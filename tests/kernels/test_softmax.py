@@ -114,7 +114,7 @@ def test_int16_long_rows():
 def test_int16_tables_in_persistent_arena():
     """TFLM keeps the two 513-entry int16 tables in the persistent tail; the head holds only the tensors."""
     m = softmax((2, 40), "int16", (0.001, 0), "int16", INT16_OUT)
-    it = Interpreter.from_bytes(m)
+    it = Interpreter.from_bytes(m, planner="tflm")
     tables = [e for e in it.arena_report()["tail"] if "SOFTMAX" in e["what"]]
     assert sorted(e["size"] for e in tables) == [1026, 1026]
     assert it.head == tflm_arena(m)["head"]

@@ -98,7 +98,7 @@ def test_strided_slice_int64_indices_read_as_int32_like_tflm() -> None:
 
 def test_strided_slice_head_equals_tflm() -> None:
     model = slice_model("float32", (4, 5, 6), [1, 0, 2], [3, 5, 6], [1, 2, 2])
-    it = Interpreter(model)
+    it = Interpreter(model, planner="tflm")
     it.allocate_tensors()
     assert it.head == tflm_arena(model)["head"]
 

@@ -181,7 +181,7 @@ def test_reset_restores_state():
 @pytest.mark.parametrize("make", [int8_svdf, float_svdf], ids=["int8", "float32"])
 def test_scratch_matches_tflm_arena(make):
     model = make(np.random.default_rng(2), batch=2, filters=12, rank=3)
-    assert Interpreter.from_bytes(model).arena_report()["head_bytes"] == tflm_arena(model)["head"]
+    assert Interpreter.from_bytes(model, planner="tflm").arena_report()["head_bytes"] == tflm_arena(model)["head"]
 
 
 def _mutated(model: bytes, change) -> bytes:

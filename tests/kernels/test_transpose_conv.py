@@ -116,7 +116,7 @@ def test_transpose_conv_int8_accumulator_extremes() -> None:
 ], ids=case_id)
 def test_transpose_conv_head_equals_tflm(case: dict) -> None:
     model = tconv_model(**case)
-    it = Interpreter(model)
+    it = Interpreter(model, planner="tflm")
     it.allocate_tensors()
     assert it.head == tflm_arena(model)["head"]
 
