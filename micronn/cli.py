@@ -11,6 +11,7 @@ import numpy as np
 
 from micronn import tools
 from micronn.errors import MicronnError
+from micronn.planners import Sharing
 
 
 def _jsonable(x: Any) -> Any:
@@ -97,13 +98,23 @@ def cmd_run(a: argparse.Namespace) -> Any:
 
 
 def cmd_plan(a: argparse.Namespace) -> Any:
-    res = tools.plan(a.model, a.planner)
+    sharing = Sharing(alias=not a.no_alias, inplace=not a.no_inplace, overlap=not a.no_overlap)
+    res = tools.plan(a.model, a.planner, False if a.no_sharing else sharing, offline_out=a.offline_out,
+                     plot=a.plot, compare=a.compare)
     if a.json:
         return res
     rows = [[b["offset"], b["size"], b["first"], b["last"], b.get("name", f"scratch of op {b.get('op')}")]
             for b in sorted(res["buffers"], key=lambda b: (b["offset"], b["first"]))]
     print(_table(rows, ["offset", "size", "first", "last", "buffer"]))
     print(_memory_lines(res))
+    for g in res["shared_groups"]:
+        print("share memory: " + ", ".join(f"t{t}" for t in g))
+    if "offline" in res:
+        o = res["offline"]
+        print(f"wrote {o['path']}: TFLM plans head {o['tflm_head_bytes']:,} B for it "
+              f"(original model: {o['tflm_original_head_bytes']:,} B)")
+    if "plot" in res:
+        print(f"drew {res['plot']}")
     return None
 
 
@@ -130,7 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--profile", action="store_true", help="per-op times and interpreter overhead")
     sp = add("plan", cmd_plan, "the arena plan: every buffer's offset, size and lifetime")
     sp.add_argument("model")
-    sp.add_argument("--planner", default="tflm")
+    sp.add_argument("--planner", default="optimal", help="optimal (default), tflm, linear")
+    sp.add_argument("--no-sharing", action="store_true", help="no aliasing, in-place or overlapping outputs")
+    sp.add_argument("--no-alias", action="store_true")
+    sp.add_argument("--no-inplace", action="store_true")
+    sp.add_argument("--no-overlap", action="store_true")
+    sp.add_argument("--offline-out", help="write the model with this plan as TFLM offline-plan metadata")
+    sp.add_argument("--plot", help="draw the plan to a .png, .svg or .html file")
+    sp.add_argument("--compare", help="draw this planner's plan beside it (e.g. tflm)")
 
     a = p.parse_args(argv)
     try:

@@ -18,6 +18,7 @@ from micronn.errors import ArenaTooSmallError, InvokeError, MicronnError, Unsupp
 from micronn.ir import Model, Operator, Subgraph, Tensor
 from micronn.kernels import Kernel, Node
 from micronn.resolver import OpResolver
+from micronn.subgraphs import ResourceVariables
 from micronn.tflite.reader import Source, read
 
 
@@ -25,7 +26,7 @@ class _Node(Node):
     """The interpreter's implementation of the kernel-facing Node."""
 
     def __init__(self, interp: Interpreter, op: Operator, sg: Subgraph):
-        self.interp, self.op, self.index = interp, op, op.index
+        self.interp, self.op, self.index, self.subgraph = interp, op, op.index, sg.index
         self.inputs: list[Tensor | None] = [sg.tensors[i] if i >= 0 else None for i in op.inputs]
         self.outputs: list[Tensor] = [sg.tensors[i] for i in op.outputs]
         self.scratch_sizes: list[int] = []
@@ -33,7 +34,7 @@ class _Node(Node):
         self.preparing = True
 
     def _view(self, t: int, what: str) -> np.ndarray:
-        v = self.interp._views[t]
+        v = self.interp._all_views[self.subgraph][t]
         if v is None:
             raise self.fail(f"{what} tensor {t} has no data during prepare (only constants do)")
         return v
@@ -70,6 +71,18 @@ class _Node(Node):
         out = raw.view(array.dtype).reshape(array.shape)
         out[...] = array
         return out
+
+    def bind_output(self, i: int, view: np.ndarray) -> None:
+        """Prepare only: give output ``i`` memory of the kernel's own (taken with ``persistent``).
+
+        Like a TFLM kernel that points a tensor's data at its own persistent data in prepare (VAR_HANDLE),
+        the tensor then takes no place in the planned arena head.
+        """
+        if not self.preparing:
+            raise self.fail("outputs can only be bound in prepare")
+        t = self.op.outputs[i]
+        self.interp._all_views[self.subgraph][t] = view
+        self.interp._bound.add((self.subgraph, t))
 
 
 class Interpreter:
@@ -117,50 +130,70 @@ class Interpreter:
 
     # -- phases --------------------------------------------------------------------------------
     def _resolve(self) -> None:
-        """Find a kernel for every operator; report every unsupported (op, dtype) at once."""
-        sg = self.subgraph
-        self._kernels: list[Kernel] = []
-        self._nodes: list[_Node] = []
+        """Find a kernel for every operator of every subgraph (TFLM prepares them all, called or not);
+        report every unsupported (op, dtype) at once."""
+        self._all_kernels: list[list[Kernel]] = []
+        self._all_nodes: list[list[_Node]] = []
         missing = []
-        for op in sg.operators:
-            node = _Node(self, op, sg)
-            cls = self.resolver.find(op.op)
-            if cls is None:
-                t = next((x for x in node.inputs if x is not None), node.outputs[0] if node.outputs else None)
-                missing.append((op.op, t.dtype.name if t is not None else "-"))
-                continue
-            kernel = cls()
-            key = kernel.dtype_key(node)
-            if cls.dtypes and key not in cls.dtypes:
-                missing.append((op.op, key))
-            self._kernels.append(kernel)
-            self._nodes.append(node)
+        for sg in self.model.subgraphs:
+            kernels, nodes = [], []
+            for op in sg.operators:
+                node = _Node(self, op, sg)
+                cls = self.resolver.find(op.op)
+                if cls is None:
+                    t = next((x for x in node.inputs if x is not None), node.outputs[0] if node.outputs else None)
+                    missing.append((op.op, t.dtype.name if t is not None else "-"))
+                    continue
+                kernel = cls()
+                key = kernel.dtype_key(node)
+                if cls.dtypes and key not in cls.dtypes:
+                    missing.append((op.op, key))
+                kernels.append(kernel)
+                nodes.append(node)
+            self._all_kernels.append(kernels)
+            self._all_nodes.append(nodes)
         if missing:
             raise UnsupportedError(missing)
+        self._kernels, self._nodes = self._all_kernels[0], self._all_nodes[0]
 
     def _build(self, arena: Arena) -> int:
         """Prepare every kernel and plan the head into ``arena``; returns the bytes needed."""
         sg = self.subgraph
         self._arena = arena
-        self._views: list[np.ndarray | None] = [t.data if t.is_constant else None for t in sg.tensors]
-        for t in sg.tensors:
-            if t.is_variable:
-                raw = arena.persistent(t.nbytes, f"variable t{t.index}")
-                self._views[t.index] = (raw if raw is not None else np.zeros(t.nbytes, np.uint8)).view(
-                    t.dtype).reshape(t.shape)
-        self._kernels = [type(k)() for k in self._kernels]
-        for kernel, node in zip(self._kernels, self._nodes):
-            node.preparing, node.scratch_sizes, node.scratch_views = True, [], []
-            try:
-                kernel.prepare(node)
-            except MicronnError:
-                raise
-            except Exception as e:  # a kernel tripping over an inconsistent model is still the model's fault
-                raise node.fail(f"prepare failed: {type(e).__name__}: {e}") from e
-            node.preparing = False
-        scratch = {n.index: n.scratch_sizes for n in self._nodes if n.scratch_sizes}
-        self.base_requests = planners.tensor_requests(sg, scratch, planners.offline_offsets(self.model))
-        self.requests, self.shared_groups = planners.share(sg, self.base_requests, self.sharing)
+        self.resources = ResourceVariables()  # resource variables, shared by all subgraphs
+        self._bound: set[tuple[int, int]] = set()  # (subgraph, tensor) a kernel gave memory of its own
+        self._all_views: list[list[np.ndarray | None]] = []
+        for g in self.model.subgraphs:
+            views: list[np.ndarray | None] = [t.data if t.is_constant else None for t in g.tensors]
+            where = f"g{g.index}" if g.index else ""
+            for t in g.tensors:
+                if t.is_variable:
+                    raw = arena.persistent(t.nbytes, f"variable {where}t{t.index}")
+                    views[t.index] = (raw if raw is not None else np.zeros(t.nbytes, np.uint8)).view(
+                        t.dtype).reshape(t.shape)
+            self._all_views.append(views)
+        self._views = self._all_views[0]
+        self._all_kernels = [[type(k)() for k in ks] for ks in self._all_kernels]
+        self._kernels = self._all_kernels[0]
+        for kernels, nodes in zip(self._all_kernels, self._all_nodes):  # TFLM's order: subgraph by subgraph
+            for kernel, node in zip(kernels, nodes):
+                node.preparing, node.scratch_sizes, node.scratch_views = True, [], []
+                try:
+                    kernel.prepare(node)
+                except MicronnError:
+                    raise
+                except Exception as e:  # a kernel tripping over an inconsistent model is still the model's fault
+                    raise node.fail(f"prepare failed: {type(e).__name__}: {e}") from e
+                node.preparing = False
+        scratch = {(n.subgraph, n.index): n.scratch_sizes for ns in self._all_nodes for n in ns if n.scratch_sizes}
+        # one timeline over the main subgraph and those its control flow calls; TFLM also plans tensors nothing
+        # touches (at time -1), which only its exact planner reproduces
+        self.base_requests = planners.tensor_requests(
+            self.model, scratch, planners.offline_offsets(self.model, every_subgraph=True), bound=self._bound,
+            keep_unused=self.planner.name == "tflm")
+        # sharing pairs tensors of the main subgraph only
+        sharing = self.sharing if all(r.subgraph == 0 for r in self.base_requests) else planners.Sharing.none()
+        self.requests, self.shared_groups = planners.share(sg, self.base_requests, sharing)
         self.plan = self.planner.plan(self.requests)
         if self.shared_groups:  # sharing is chosen with quick plans; keep it only if the real plan agrees
             unshared = self.planner.plan(self.base_requests)
@@ -170,19 +203,22 @@ class Interpreter:
         needed = self.head + self.tail + arena.tail_base
         if arena.buf is None or needed > arena.size:
             return needed
-        for node in self._nodes:
-            node.scratch_views = [None] * len(node.scratch_sizes)
+        for nodes in self._all_nodes:
+            for node in nodes:
+                node.scratch_views = [None] * len(node.scratch_sizes)
         for off, r in zip(self.plan.offsets, self.requests):
+            tensors, views = self.model.subgraphs[r.subgraph].tensors, self._all_views[r.subgraph]
             for m in r.members or [planners.Member(r.tensor, 0, r.size, r.first, r.last)] * (r.tensor is not None):
-                t = sg.tensors[m.tensor]
-                self._views[m.tensor] = arena.view(off + m.rel, t.nbytes, t.dtype, t.shape)
+                t = tensors[m.tensor]
+                views[m.tensor] = arena.view(off + m.rel, t.nbytes, t.dtype, t.shape)
             if r.scratch is not None:
                 op_index, sid = r.scratch
-                node = self._nodes[op_index]
+                node = self._all_nodes[r.subgraph][op_index]
                 node.scratch_views[sid] = arena.buf[off:off + node.scratch_sizes[sid]]
-        for t in sg.tensors:  # zero-byte or unused tensors still get a (harmless) view
-            if self._views[t.index] is None:
-                self._views[t.index] = np.zeros(t.shape, t.dtype)
+        for g, views in zip(self.model.subgraphs, self._all_views):  # zero-byte or unused tensors still get a
+            for t in g.tensors:  # (harmless) view
+                if views[t.index] is None:
+                    views[t.index] = np.zeros(t.shape, t.dtype)
         return needed
 
     def allocate_tensors(self) -> None:
@@ -216,29 +252,52 @@ class Interpreter:
         except MicronnError:
             raise
         except Exception as e:
-            failed = next((n for n in self._nodes if n.index == self._current), None)
+            failed = self._current
             where = f"operator {failed.index} ({failed.op.op})" if failed else "invoke"
+            if failed is not None and failed.subgraph:
+                where += f" of subgraph {failed.subgraph}"
             raise InvokeError(f"{where} failed: {type(e).__name__}: {e}") from e
 
     def _run(self) -> None:
+        self._current: _Node | None = None
         if self.profiling:
             times = self.op_times_ns = [0] * len(self._nodes)
             clock = time.perf_counter_ns
             for i, (kernel, node) in enumerate(zip(self._kernels, self._nodes)):
-                self._current = node.index
+                self._current = node
                 t0 = clock()
                 kernel.invoke(node)
                 times[i] = clock() - t0
         else:
             for kernel, node in zip(self._kernels, self._nodes):
-                self._current = node.index
+                self._current = node
                 kernel.invoke(node)
 
+    # -- control flow: what IF, WHILE and CALL_ONCE kernels call ---------------------------------
+    def invoke_subgraph(self, index: int) -> None:
+        """Run every operator of subgraph ``index`` once, over its views (which it shares with the arena)."""
+        caller = self._current
+        for kernel, node in zip(self._all_kernels[index], self._all_nodes[index]):
+            self._current = node
+            kernel.invoke(node)
+        self._current = caller
+
+    def subgraph_inputs(self, index: int) -> list[np.ndarray]:
+        """The live views of subgraph ``index``'s inputs."""
+        return [self._all_views[index][t] for t in self.model.subgraphs[index].inputs]
+
+    def subgraph_outputs(self, index: int) -> list[np.ndarray]:
+        """The live views of subgraph ``index``'s outputs."""
+        return [self._all_views[index][t] for t in self.model.subgraphs[index].outputs]
+
     def reset(self) -> None:
-        """Put variable tensors back to their initial state (TFLM: zero point for int8, else zero)."""
-        for t in self.subgraph.tensors:
-            if t.is_variable and self._views[t.index] is not None:
-                self._views[t.index][...] = t.zero_point if t.dtype == np.int8 else 0
+        """Put variable tensors back to their initial state (TFLM: zero point for int8, else zero), in every
+        subgraph, and resource variables to their defaults (CALL_ONCE does not run again, as in TFLM)."""
+        for g, views in zip(self.model.subgraphs, self._all_views):
+            for t in g.tensors:
+                if t.is_variable and views[t.index] is not None:
+                    views[t.index][...] = t.zero_point if t.dtype == np.int8 else 0
+        self.resources.reset()
 
     # -- tensors -------------------------------------------------------------------------------
     def _index(self, key: int | str) -> int:
@@ -327,15 +386,15 @@ class Interpreter:
     def arena_report(self) -> dict[str, Any]:
         """What the arena holds, like TFLM's recording allocator: head, tail and every buffer's place."""
         self._ensure()
-        sg = self.subgraph
         bufs = []
         for off, r in zip(self.plan.offsets, self.requests):
             if r.scratch is not None:
                 bufs.append({"offset": off, "size": r.size, "first": r.first, "last": r.last, "kind": "scratch",
-                             "op": r.scratch[0], "scratch": r.scratch[1]})
+                             "op": r.scratch[0], "scratch": r.scratch[1], "subgraph": r.subgraph})
             for m in r.members or [planners.Member(r.tensor, 0, r.size, r.first, r.last)] * (r.tensor is not None):
                 bufs.append({"offset": off + m.rel, "size": m.size, "first": m.first, "last": m.last, "kind": "tensor",
-                             "tensor": m.tensor, "name": sg.tensors[m.tensor].name,
+                             "tensor": m.tensor, "name": self.model.subgraphs[r.subgraph].tensors[m.tensor].name,
+                             "subgraph": r.subgraph,
                              "shares_with": [o.tensor for o in r.members if o.tensor != m.tensor]})
         return {
             "planner": self.planner.name, "arena_bytes": self.arena_size, "head_bytes": self.head,

@@ -39,7 +39,6 @@ def _draw(ax: Any, report: dict[str, Any], title: str) -> None:
             fontsize=7, va="bottom")
     last = max((b["last"] for b in bufs), default=1)
     ax.set_xlim(-1, last + 1)
-    ax.set_ylim(0, max(report["head_bytes"], 1) * 1.08)
     ax.set_xlabel("time (operator index + 1)")
     ax.set_ylabel("arena offset (bytes)")
     ax.set_title(f"{title}: head {report['head_bytes']:,} + tail {report['tail_bytes']:,} = "
@@ -63,6 +62,7 @@ def plot_plan(report: dict[str, Any], path: str | Path, compare: dict[str, Any] 
     fig, axes = plt.subplots(1, len(reports), figsize=(7 * len(reports), 5), squeeze=False, sharey=True)
     for ax, r in zip(axes[0], reports):
         _draw(ax, r, r["planner"])
+    axes[0][0].set_ylim(0, max(max(r["head_bytes"] for r in reports), 1) * 1.1)  # axes share y
     fig.tight_layout()
     if fmt == "html":
         buf = io.StringIO()

@@ -11,7 +11,10 @@ import numpy as np
 
 from micronn.interpreter import Interpreter
 from micronn.ir import Model
+from micronn.planners import Sharing
+from micronn.planners.offline import with_offline_plan
 from micronn.tflite.reader import Source, read
+from micronn.tflite.writer import save
 
 
 def bundled_model(name: str) -> bytes:
@@ -65,9 +68,34 @@ def info(model: Model | Source) -> dict[str, Any]:
     return out
 
 
-def plan(model: Model | Source, planner: str = "optimal", sharing: bool = True) -> dict[str, Any]:
-    """The arena plan of ``planner``: head/tail/total, lower bound and every buffer's offset and lifetime."""
-    return Interpreter(_model(model), planner=planner, sharing=sharing).arena_report()
+def plan(model: Model | Source, planner: str = "optimal", sharing: bool | Sharing = True, *,
+         offline_out: str | None = None, plot: str | None = None, compare: str | None = None) -> dict[str, Any]:
+    """The arena plan of ``planner``: head/tail/total, lower bound and every buffer's offset and lifetime.
+
+    ``offline_out`` writes the model with the plan as TFLM offline-plan metadata (plans without memory
+    sharing only: TFLM places each tensor at its own offset) and reports the head TFLM will plan for it;
+    ``plot`` draws the plan (png/svg/html), beside the ``compare`` planner's if given.
+    """
+    m = _model(model)
+    it = Interpreter(m, planner=planner, sharing=sharing)
+    report = it.arena_report()
+    if offline_out is not None:
+        if it.shared_groups:
+            it = Interpreter(m, planner=planner, sharing=False)
+            it.allocate_tensors()
+            report["offline_plan_note"] = "memory sharing cannot be expressed offline; wrote the unshared plan"
+        out = with_offline_plan(m, it.plan)
+        save(out, offline_out)
+        tflm = Interpreter(out, planner="tflm")
+        tflm.allocate_tensors()
+        report["offline"] = {"path": offline_out, "head_bytes": it.head, "tflm_head_bytes": tflm.head,
+                             "tflm_original_head_bytes": Interpreter(m, planner="tflm").arena_report()["head_bytes"]}
+    if plot is not None:
+        from micronn.plot import plot_plan
+
+        other = Interpreter(m, planner=compare).arena_report() if compare else None
+        report["plot"] = str(plot_plan(report, plot, other))
+    return report
 
 
 def run(model: Model | Source, inputs: list[np.ndarray] | None = None, *, seed: int = 0,

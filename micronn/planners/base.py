@@ -131,8 +131,8 @@ class _Timeline:
     """TFLM's allocation scopes: every operator opens one, and so does every subgraph a control-flow operator
     calls, whose operators then take the following scopes before the caller's inputs and outputs are last used.
 
-    As in TFLM, marking a tensor created also resets its last use, so a subgraph called from several operators
-    keeps the lifetimes of its last call only.
+    A tensor is created at its first mark and used until its last, so the tensors of a subgraph called from
+    several operators live from the first call to the last (the wheel plans them so).
     """
 
     def __init__(self, subgraphs: dict[int, Subgraph], follow_calls: bool):
@@ -144,7 +144,8 @@ class _Timeline:
         self.calling: list[int] = []
 
     def created(self, s: int, t: int) -> None:
-        self.first[s][t] = self.last[s][t] = self.scope
+        if self.first[s][t] == -1:
+            self.first[s][t] = self.scope
 
     def used(self, s: int, t: int) -> None:
         self.last[s][t] = self.scope
@@ -157,8 +158,9 @@ class _Timeline:
             raise ModelError(f"subgraph {s} calls itself (through subgraphs {self.calling})")
         self.calling.append(s)
         sg = self.subgraphs[s]
-        for t in [*sg.inputs, *sg.outputs]:
+        for t in sg.inputs:
             self.created(s, t)
+            self.used(s, t)
         for op in sg.operators:
             self.scope += 1
             for t in op.outputs:
@@ -173,8 +175,9 @@ class _Timeline:
                     self.used(s, t)
             for t in op.outputs:
                 self.used(s, t)
-            self.ops[s, op.index] = (start, self.scope)
+            self.ops[s, op.index] = (self.ops.get((s, op.index), (start,))[0], self.scope)
         for t in sg.outputs:
+            self.created(s, t)
             self.used(s, t)
         self.calling.pop()
 

@@ -1,0 +1,113 @@
+"""Memory sharing: aliasing, in-place and streaming overlap stay byte-identical and below the live-set bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import model_bytes
+
+from micronn import Interpreter, planners
+from micronn.ir import Padding
+from micronn.planners import Sharing
+from micronn.planners.sharing import stream_gap, window_low_read
+from micronn.testing import T, assert_same_as_tflm, op_model, random_inputs
+from micronn.tflite.reader import read
+
+
+def test_person_detect_goes_below_its_bound_byte_identical() -> None:
+    data = model_bytes("person_detect")
+    it = Interpreter(data)
+    it.allocate_tensors()
+    it.plan.check()
+    assert it.head < 55_296 == it.arena_report()["lower_bound_bytes"]
+    assert it.shared_groups  # the plan records who shares memory
+    assert_same_as_tflm(data, seed=4, runs=2)
+
+
+@pytest.mark.parametrize("off", ["alias", "inplace", "overlap"])
+def test_each_kind_can_be_switched_off(off: str) -> None:
+    data = model_bytes("person_detect")
+    every = Interpreter(data)
+    every.allocate_tensors()
+    some = Interpreter(data, sharing=Sharing(**{off: False}))
+    some.allocate_tensors()
+    none = Interpreter(data, sharing=False)
+    none.allocate_tensors()
+    assert none.shared_groups == [] and none.head == 55_296
+    assert every.head <= some.head <= none.head
+
+
+def test_expanding_1x1_conv_gap_is_one_input_pixel_short_of_the_output() -> None:
+    # P pixels, Cin -> Cout bytes per pixel: output starts (P - 1) * (Cout - Cin) bytes below the input
+    p, cin, cout = 100, 8, 16
+    assert stream_gap(np.arange(p) * cin, cout) == (p - 1) * (cout - cin)
+    assert stream_gap(np.arange(p) * 4, 4) == 0  # same-size elementwise: exactly in place
+    assert stream_gap(np.arange(p) * 16, 4) == 0  # shrinking: never runs ahead
+
+
+def _conv_model(kind: str) -> bytes:
+    rng = np.random.default_rng(0)
+    if kind == "conv1x1":
+        return op_model("CONV_2D", [T((1, 6, 7, 4), "int8", 0.05, 3), T((8, 1, 1, 4), "int8", 0.02, data=rng.integers(
+            -127, 128, (8, 1, 1, 4))), T((8,), "int32", 0.001, data=rng.integers(-500, 500, 8))],
+            [T((1, 6, 7, 8), "int8", 0.1, -2)], {"stride_w": 1, "stride_h": 1, "padding": Padding.VALID})
+    if kind == "dw3x3":
+        return op_model("DEPTHWISE_CONV_2D", [T((1, 7, 7, 6), "int8", 0.05, 0), T((1, 3, 3, 6), "int8", 0.02,
+            data=rng.integers(-127, 128, (1, 3, 3, 6))), T((6,), "int32", 0.001, data=rng.integers(-99, 99, 6))],
+            [T((1, 7, 7, 6), "int8", 0.1, 1)], {"stride_w": 1, "stride_h": 1, "depth_multiplier": 1,
+                                                 "padding": Padding.SAME})
+    return op_model("MAX_POOL_2D", [T((1, 8, 8, 5), "int8", 0.05, 0)], [T((1, 4, 4, 5), "int8", 0.05, 0)],
+                    {"stride_w": 2, "stride_h": 2, "filter_width": 2, "filter_height": 2, "padding": Padding.VALID})
+
+
+@pytest.mark.parametrize("kind", ["conv1x1", "dw3x3", "maxpool"])
+def test_streaming_in_raster_order_never_reads_overwritten_input(kind: str) -> None:
+    """Replay the op as a device kernel would, pixel by pixel, in the planned arena: the gaps must hold."""
+    data = _conv_model(kind)
+    assert_same_as_tflm(data, runs=2)
+    it = Interpreter(data)
+    it.allocate_tensors()
+    sg = it.subgraph
+    op = sg.operators[0]
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    assert any(x_t in g and y_t in g for g in it.shared_groups)
+    x = random_inputs(data, 1)[0]
+    it.set_input(x, 0)
+    it.invoke()
+    y = it.get_output(0).copy()
+    offs = {b["tensor"]: b["offset"] for b in it.arena_report()["buffers"] if b["kind"] == "tensor"}
+    arena = np.zeros(it.arena_size, np.uint8)
+    xb, yb = x.view(np.uint8).reshape(-1), y.view(np.uint8).reshape(-1)
+    arena[offs[x_t]:offs[x_t] + len(xb)] = xb
+    low, out_unit = window_low_read(sg, op)
+    pixels = len(low)
+    in_pixel = x.shape[-1] * x.itemsize
+    # the receptive field of pixel k spans at most from low[k] to the last input byte of its window
+    _, h, w, _ = x.shape
+    for k in range(pixels):
+        lo = low[k]
+        hi = min(len(xb), lo + (3 * w + 3) * in_pixel)  # a generous window end: up to 3 rows further
+        if k + 1 < pixels:  # what this pixel reads must still be intact in the arena
+            got = arena[offs[x_t] + lo:offs[x_t] + hi]
+            assert np.array_equal(got, xb[lo:hi]) or k == pixels - 1, f"pixel {k} reads clobbered input"
+        arena[offs[y_t] + k * out_unit:offs[y_t] + (k + 1) * out_unit] = yb[k * out_unit:(k + 1) * out_unit]
+    assert np.array_equal(arena[offs[y_t]:offs[y_t] + len(yb)], yb)
+
+
+def test_reshape_aliases_its_input() -> None:
+    m = read(model_bytes("person_detect"))
+    it = Interpreter(m)
+    it.allocate_tensors()
+    reshape = next(op for op in m.main.operators if op.op == "RESHAPE")
+    x, y = reshape.inputs[0], reshape.outputs[0]
+    if any(x in g and y in g for g in it.shared_groups):
+        assert np.shares_memory(it.view(x), it.view(y))
+    lone = Interpreter(m, sharing=Sharing(alias=True, inplace=False, overlap=False))
+    lone.allocate_tensors()
+    assert all(len(g) == 2 for g in lone.shared_groups)
+
+
+def test_offline_plans_cannot_share() -> None:
+    reqs = [planners.Request(32, 0, 1, tensor=0, offline=0), planners.Request(32, 1, 2, tensor=1)]
+    sg = read(model_bytes("hello_world_int8")).main
+    assert planners.share(sg, reqs, Sharing()) == (reqs, [])
