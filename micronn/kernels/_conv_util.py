@@ -359,6 +359,8 @@ def float_kernel(run: Any) -> np.ndarray:
 class Pool2D(Kernel):
     """What TFLM's AVERAGE_POOL_2D and MAX_POOL_2D share: checks, window geometry, activation range."""
 
+    reads_input_first = True
+
     dtypes = frozenset({"float32", "int8", "int16"})
     pad_fill: dict[str, float | int] = {}  # per input dtype, the value the padded border holds
 

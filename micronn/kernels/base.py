@@ -62,6 +62,9 @@ class Kernel:
 
     op: ClassVar[str]
     dtypes: ClassVar[frozenset[str]] = frozenset()
+    # True when invoke reads all of its inputs before writing any output, so the memory planner may place
+    # the output over a dying input (alias, in place, or streamed over it). Opt in per kernel.
+    reads_input_first: ClassVar[bool] = False
 
     def dtype_key(self, node: Node) -> str:
         """The type this operator computes in, checked against ``dtypes`` (first input by default)."""

@@ -51,6 +51,7 @@ def check_quantization(node: Node, inp: Tensor, flt: Tensor, out: Tensor, channe
 @register
 class Conv2D(Kernel):
     op = "CONV_2D"
+    reads_input_first = True
     dtypes = frozenset({"float32", "int8", "int16"})
 
     def prepare(self, node: Node) -> None:

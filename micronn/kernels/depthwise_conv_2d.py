@@ -38,6 +38,7 @@ _TYPES = {  # input dtype -> (filter dtype, allowed bias dtypes)
 @register
 class DepthwiseConv2D(Kernel):
     op = "DEPTHWISE_CONV_2D"
+    reads_input_first = True
     dtypes = frozenset({"float32", "int8", "int16"})
 
     def prepare(self, node: Node) -> None:

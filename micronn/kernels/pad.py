@@ -35,6 +35,7 @@ class Pad(Kernel):
     """TFLM PAD for float32, int8, int16 and int32."""
 
     op = "PAD"
+    reads_input_first = True
     dtypes = frozenset({"float32", "int8", "int16", "int32"})
 
     def prepare(self, node: Node) -> None:
@@ -83,11 +84,12 @@ class Pad(Kernel):
 
     def invoke(self, node: Node) -> None:
         out = node.output(0)
+        x = np.array(node.input(0))  # read the input before writing: the planner may stream out over it
         out[...] = node.input(2).reshape(-1)[0] if self.has_value else self.default
         if self.block is not None:
-            out[self.block] = node.input(0)
+            out[self.block] = x
         else:
-            out[self.mask] = node.input(0).reshape(-1)[: self.count]
+            out[self.mask] = x.reshape(-1)[: self.count]
 
 
 @register

@@ -17,6 +17,7 @@ class Reshape(Kernel):
     """TFLM RESHAPE: a byte copy for every type TFLM sizes."""
 
     op = "RESHAPE"
+    reads_input_first = True
     dtypes = frozenset({"float32", "float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32",
                         "uint64", "bool"})
 

@@ -10,7 +10,8 @@ When an operator's input dies at that operator, its output may reuse the input's
   its remaining outputs read. Placing the output ``gap`` bytes below the input, where ``gap`` is the largest
   amount by which written output bytes ever run ahead of the input still to be read, means nothing is
   overwritten before it is read. A 1x1 convolution that doubles the channels then needs the output's size plus
-  one input pixel instead of input plus output.
+  one input pixel instead of input plus output. A spatial PAD streams the same way (each output pixel copies
+  one input pixel or the pad value).
 
 micronn's kernels read their whole input before writing, so any of these placements computes the same bytes;
 the gaps are computed for a kernel streaming in raster order, so the plan is valid on a device too. Tensors
@@ -19,6 +20,7 @@ that share memory become one compound request whose members keep fixed offsets f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +37,7 @@ BINARY_OPS = frozenset({
     "ADD", "SUB", "MUL", "DIV", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "LOGICAL_AND", "LOGICAL_OR",
 })
 WINDOW_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"})
+PAD_OPS = frozenset({"PAD", "PADV2"})
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,22 @@ def window_low_read(sg: Subgraph, op: Operator) -> tuple[np.ndarray, int] | None
     return pix.astype(np.int64) * c * x.dtype.itemsize, oc * y.dtype.itemsize
 
 
+def pad_low_read(sg: Subgraph, op: Operator) -> tuple[np.ndarray, int] | None:
+    """For a spatial NHWC PAD: the first input byte each output pixel reads (its clamped source pixel)."""
+    x, y, p = sg.tensors[op.inputs[0]], sg.tensors[op.outputs[0]], sg.tensors[op.inputs[1]]
+    if len(x.shape) != 4 or p.data is None or p.data.shape != (4, 2):
+        return None
+    pads = p.data.astype(np.int64)
+    if pads[0].any() or pads[3].any() or (pads < 0).any():  # batch or channel padding does not stream by pixel
+        return None
+    n, h, w, c = x.shape
+    _, oh, ow, _ = y.shape
+    rows = np.clip(np.arange(oh) - pads[1, 0], 0, h - 1)
+    cols = np.clip(np.arange(ow) - pads[2, 0], 0, w - 1)
+    pix = (np.arange(n)[:, None, None] * h * w + rows[None, :, None] * w + cols[None, None, :]).reshape(-1)
+    return pix * c * x.dtype.itemsize, c * y.dtype.itemsize
+
+
 def _candidate(sg: Subgraph, op: Operator, sharing: Sharing) -> tuple[int, int] | None:
     """(input tensor, gap in bytes) for an output that may be placed over that input, or None."""
     if len(op.outputs) != 1:
@@ -110,18 +129,22 @@ def _candidate(sg: Subgraph, op: Operator, sharing: Sharing) -> tuple[int, int] 
     if op.op in BINARY_OPS and sharing.inplace:
         same = [i for i in ins if sg.tensors[i].shape == y.shape and sg.tensors[i].dtype.itemsize >= y.dtype.itemsize]
         return (same[0], 0) if same else None
-    if op.op in WINDOW_OPS and sharing.overlap and op.inputs[0] in ins:
-        geo = window_low_read(sg, op)
+    if (op.op in WINDOW_OPS or op.op in PAD_OPS) and sharing.overlap and op.inputs[0] in ins:
+        geo = window_low_read(sg, op) if op.op in WINDOW_OPS else pad_low_read(sg, op)
         return None if geo is None else (op.inputs[0], stream_gap(*geo))
     return None
 
 
-def candidates(sg: Subgraph, requests: list[Request], sharing: Sharing) -> list[tuple[int, int, int]]:
-    """Every (input, output, gap) pair where the output may be placed ``gap`` bytes below a dying input."""
+def candidates(sg: Subgraph, requests: list[Request], sharing: Sharing,
+               may_share: Callable[[Operator], bool] = lambda op: True) -> list[tuple[int, int, int]]:
+    """Every (input, output, gap) pair where the output may be placed ``gap`` bytes below a dying input.
+
+    ``may_share(op)`` says whether the op's kernel reads its inputs before writing (``Kernel.reads_input_first``).
+    """
     by_tensor = {r.tensor: r for r in requests if r.tensor is not None and not r.members}
     out = []
     for op in sg.operators:
-        cand = _candidate(sg, op, sharing)
+        cand = _candidate(sg, op, sharing) if may_share(op) else None
         if cand is None:
             continue
         x, gap = cand
@@ -173,7 +196,8 @@ def _quick_head(requests: list[Request]) -> int:
     return min(p.plan(requests).head for p in (TflmPlanner(), GreedyPlanner("size"), GreedyPlanner("area")))
 
 
-def share(sg: Subgraph, requests: list[Request], sharing: Sharing) -> tuple[list[Request], list[list[int]]]:
+def share(sg: Subgraph, requests: list[Request], sharing: Sharing,
+          may_share: Callable[[Operator], bool] = lambda op: True) -> tuple[list[Request], list[list[int]]]:
     """Merge requests of tensors that share memory into compound requests, keeping only sharings that help.
 
     Rigid sharing can also hurt (a long chain of outputs each placed below its input drifts down and widens
@@ -184,7 +208,7 @@ def share(sg: Subgraph, requests: list[Request], sharing: Sharing) -> tuple[list
         return requests, []
     accepted: list[tuple[int, int, int]] = []
     best = _score(requests)
-    for pair in candidates(sg, requests, sharing):
+    for pair in candidates(sg, requests, sharing, may_share):
         trial, _ = merge(requests, accepted + [pair])
         score = _score(trial)
         if score < best:

@@ -1,0 +1,82 @@
+"""Arena bytes: the TFLM wheel's figures next to micronn's planners and sharing options, from one run.
+
+    python benchmarks/memory.py [--json] [MODEL.tflite ...]
+
+Columns: TFLM head/tail/total as the wheel reports them; the live-set lower bound; micronn's head with
+TFLM's planner (must equal TFLM's), the optimal planner without sharing, and with aliasing/in-place/overlap;
+the percent of TFLM's head saved; and planning time of the default configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import micronn
+from micronn import Interpreter
+from micronn.planners import Sharing
+from micronn.testing import tflm_arena
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def default_models() -> list[Path]:
+    bundled = sorted((Path(micronn.__file__).parent / "models").glob("*.tflite"))
+    return bundled + sorted((ROOT / "tests" / "models").glob("*.tflite"))
+
+
+def measure(path: Path) -> dict:
+    data = path.read_bytes()
+    theirs = tflm_arena(data)
+    row = {"model": path.stem, "tflm_head": theirs["head"], "tflm_tail": theirs["tail"], "tflm_total": theirs["total"]}
+    configs = {
+        "tflm": dict(planner="tflm"),
+        "optimal": dict(planner="optimal", sharing=False),
+        "alias": dict(planner="optimal", sharing=Sharing(alias=True, inplace=False, overlap=False)),
+        "alias+inplace": dict(planner="optimal", sharing=Sharing(alias=True, inplace=True, overlap=False)),
+        "all": dict(planner="optimal", sharing=True),
+    }
+    for name, kw in configs.items():
+        t0 = time.perf_counter()
+        it = Interpreter(data, **kw)
+        it.allocate_tensors()
+        row[name] = it.head
+        if name == "all":
+            row["plan_s"] = time.perf_counter() - t0
+            row["lower_bound"] = it.arena_report()["lower_bound_bytes"]
+            row["micronn_tail"] = it.tail
+    row["saved_pct"] = 100 * (1 - row["all"] / row["tflm_head"]) if row["tflm_head"] else 0.0
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="*", type=Path)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    rows, skipped = [], []
+    for p in a.models or default_models():
+        try:
+            rows.append(measure(p))
+        except micronn.MicronnError as e:
+            skipped.append((p.stem, str(e)))
+    if a.json:
+        print(json.dumps({"rows": rows, "skipped": dict(skipped)}, indent=1))
+        return
+    cols = ["model", "tflm_head", "tflm_total", "lower_bound", "tflm", "optimal", "alias", "alias+inplace", "all",
+            "saved_pct", "plan_s"]
+    print(" | ".join(cols))
+    print(" | ".join("---" for _ in cols))
+    for r in rows:
+        cells = [r["model"]] + [f"{r[c]:,}" for c in cols[1:-2]] + [f"{r['saved_pct']:.1f}%", f"{r['plan_s']:.2f}"]
+        print(" | ".join(cells))
+    for name, why in skipped:
+        print(f"skipped {name}: {why}")
+    print("\nheads in bytes; tflm = micronn with TFLM's planner (equals tflm_head); all = optimal planner with "
+          "aliasing, in-place and streaming overlap; saved_pct = all vs tflm_head")
+
+
+if __name__ == "__main__":
+    main()
