@@ -118,6 +118,18 @@ def cmd_plan(a: argparse.Namespace) -> Any:
     return None
 
 
+def cmd_reorder(a: argparse.Namespace) -> Any:
+    res = tools.reorder(a.model, a.output)
+    if a.json:
+        return res
+    how = "exact search" if res["exact"] else "greedy (search space too large)"
+    print(f"peak live set {res['peak_before_bytes']:,} B -> {res['peak_after_bytes']:,} B by {how}; "
+          f"TFLM head {res['tflm_head_before_bytes']:,} B -> {res['tflm_head_after_bytes']:,} B")
+    if res.get("path"):
+        print(f"wrote {res['path']}" + ("" if res["changed"] else " (order unchanged)"))
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="micronn", description="Run TFLite models byte-identically to TFLM.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -149,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--offline-out", help="write the model with this plan as TFLM offline-plan metadata")
     sp.add_argument("--plot", help="draw the plan to a .png, .svg or .html file")
     sp.add_argument("--compare", help="draw this planner's plan beside it (e.g. tflm)")
+
+    sp = add("reorder", cmd_reorder, "run operators in the order with the smallest peak memory")
+    sp.add_argument("model")
+    sp.add_argument("-o", "--output", help="write the reordered model here")
 
     a = p.parse_args(argv)
     try:

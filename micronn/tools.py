@@ -130,3 +130,27 @@ def demo(image: str = "person") -> dict[str, Any]:
     scores = (res["outputs"][0].astype(np.float64).ravel() + 128) / 256  # output scale 1/256, zero point -128
     return {"image": image, "person_score": float(scores[1]), "no_person_score": float(scores[0]),
             "person": bool(scores[1] > scores[0]), "arena": res["arena"]}
+
+
+def reorder(model: Model | Source, output: str | None = None, max_states: int = 200_000) -> dict[str, Any]:
+    """Find the operator order with the smallest peak live set; write it as .tflite to ``output``."""
+    from micronn.planners.reorder import best_order, peak_of_order
+    from micronn.planners.reorder import reorder as apply_order
+
+    m = _model(model)
+    it = Interpreter(m, planner="tflm")
+    it.allocate_tensors()
+    scratch = {r.scratch[0]: r.size for r in it.requests if r.scratch is not None and r.subgraph == 0}
+    n = len(m.main.operators)
+    order, exact = best_order(m.main, scratch, max_states)
+    out = apply_order(m, order)
+    res: dict[str, Any] = {"order": order, "exact": exact, "changed": order != list(range(n)),
+                           "peak_before_bytes": peak_of_order(m.main, list(range(n)), scratch),
+                           "peak_after_bytes": peak_of_order(m.main, order, scratch)}
+    tflm_after = Interpreter(out, planner="tflm")
+    tflm_after.allocate_tensors()
+    res["tflm_head_before_bytes"], res["tflm_head_after_bytes"] = it.head, tflm_after.head
+    if output is not None:
+        save(out, output)
+        res["path"] = output
+    return res
