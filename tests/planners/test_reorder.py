@@ -25,9 +25,9 @@ def _branchy(bad_order: bool) -> bytes:
                "wc2": w(4, 32), "b1": T((1, 8, 8, 32), "float32"), "b2": T((1, 8, 8, 4), "float32"),
                "c1": T((1, 8, 8, 32), "float32"), "c2": T((1, 8, 8, 4), "float32"),
                "y": T((1, 8, 8, 8), "float32")}
-    ops = {"b1": Op("CONV_2D", ["x", "wb1", None], ["b1"], conv), "b2": Op("CONV_2D", ["b1", "wb2", None], ["b2"], conv),
-           "c1": Op("CONV_2D", ["x", "wc1", None], ["c1"], conv), "c2": Op("CONV_2D", ["c1", "wc2", None], ["c2"], conv),
-           "y": Op("CONCATENATION", ["b2", "c2"], ["y"], {"axis": 3})}
+    ops = {out: Op("CONV_2D", [src, f"w{out}", None], [out], conv)
+           for out, src in (("b1", "x"), ("b2", "b1"), ("c1", "x"), ("c2", "c1"))}
+    ops["y"] = Op("CONCATENATION", ["b2", "c2"], ["y"], {"axis": 3})
     names = ["b1", "c1", "b2", "c2", "y"] if bad_order else ["b1", "b2", "c1", "c2", "y"]
     return graph_model(Graph(tensors, [ops[n] for n in names], ["x"], ["y"]))
 
