@@ -131,14 +131,17 @@ class Operator:
     version: int = 1
     intermediates: list[int] = field(default_factory=list)
     index: int = -1
+    # micronn-internal, never written to .tflite: (top, left) padding of a convolution that absorbed an
+    # explicit PAD (micronn.planners.fold); TFLM's SAME/VALID cannot express asymmetric PyTorch-style pads
+    explicit_padding: tuple[int, int] | None = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Operator) and (
             self.op, list(self.inputs), list(self.outputs), self.options, self.custom_options,
-            self.custom, self.version, list(self.intermediates),
+            self.custom, self.version, list(self.intermediates), self.explicit_padding,
         ) == (
             other.op, list(other.inputs), list(other.outputs), other.options, other.custom_options,
-            other.custom, other.version, list(other.intermediates),
+            other.custom, other.version, list(other.intermediates), other.explicit_padding,
         )
 
 

@@ -120,6 +120,8 @@ def make_window(node: Node, padding: int, in_hw: tuple[int, int], out_hw: tuple[
     # tensor's actual shape: keep both apart the same way.
     pad_t = compute_padding(sh, dh, in_h, fh, compute_out_size(padding, in_h, fh, sh, dh))
     pad_l = compute_padding(sw, dw, in_w, fw, compute_out_size(padding, in_w, fw, sw, dw))
+    if node.op.explicit_padding is not None:  # a PAD folded in by micronn's planner
+        pad_t, pad_l = node.op.explicit_padding
     pad_b = max((out_h - 1) * sh + (fh - 1) * dh - pad_t - (in_h - 1), 0)
     pad_r = max((out_w - 1) * sw + (fw - 1) * dw - pad_l - (in_w - 1), 0)
     return Window(in_h, in_w, out_h, out_w, fh, fw, sh, sw, dh, dw, pad_t, pad_l, pad_b, pad_r)

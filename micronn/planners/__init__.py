@@ -15,6 +15,7 @@ from micronn.planners.base import (
     offline_offsets,
     tensor_requests,
 )
+from micronn.planners.fold import fold_pads
 from micronn.planners.greedy import GreedyPlanner
 from micronn.planners.linear import LinearPlanner
 from micronn.planners.optimal import OptimalPlanner
@@ -35,5 +36,5 @@ def get(name: str | Planner) -> Planner:
 
 __all__ = [
     "ALIGN", "OFFLINE_KEY", "PLANNERS", "GreedyPlanner", "OptimalPlanner", "Plan", "Planner", "Request", "align",
-    "get", "lower_bound", "offline_offsets", "tensor_requests", "Member", "Sharing", "share",
+    "get", "lower_bound", "offline_offsets", "tensor_requests", "Member", "Sharing", "share", "fold_pads",
 ]

@@ -47,10 +47,11 @@ class Sharing:
     alias: bool = True
     inplace: bool = True
     overlap: bool = True
+    fold_pad: bool = True  # fold explicit PADs into the convolution they feed (micronn.planners.fold)
 
     @classmethod
     def none(cls) -> Sharing:
-        return cls(False, False, False)
+        return cls(False, False, False, False)
 
     @property
     def any(self) -> bool:

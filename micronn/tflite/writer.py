@@ -181,6 +181,9 @@ class _Writer:
         return self.opcodes[key]
 
     def _operator(self, op: ir.Operator) -> int:
+        if op.explicit_padding is not None:
+            raise ValueError(f"operator {op.index} ({op.op}) has micronn-internal explicit padding, which .tflite "
+                             "cannot express; write the model before folding its PADs")
         b = self.b
         inputs = self._ints(op.inputs)
         outputs = self._ints(op.outputs)
