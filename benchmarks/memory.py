@@ -68,8 +68,8 @@ def main() -> None:
     if a.json:
         print(json.dumps({"rows": rows, "skipped": dict(skipped)}, indent=1))
         return
-    cols = ["model", "tflm_head", "tflm_total", "lower_bound", "tflm", "optimal", "fold", "alias", "alias+inplace", "all",
-            "saved_pct", "plan_s"]
+    cols = ["model", "tflm_head", "tflm_total", "lower_bound", "tflm", "optimal", "fold", "alias", "alias+inplace",
+            "all", "saved_pct", "plan_s"]
     print(" | ".join(cols))
     print(" | ".join("---" for _ in cols))
     for r in rows:

@@ -20,6 +20,7 @@ that share memory become one compound request whose members keep fixed offsets f
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -198,7 +199,8 @@ def _quick_head(requests: list[Request]) -> int:
 
 
 def share(sg: Subgraph, requests: list[Request], sharing: Sharing,
-          may_share: Callable[[Operator], bool] = lambda op: True) -> tuple[list[Request], list[list[int]]]:
+          may_share: Callable[[Operator], bool] = lambda op: True,
+          budget_s: float = 0.3) -> tuple[list[Request], list[list[int]]]:
     """Merge requests of tensors that share memory into compound requests, keeping only sharings that help.
 
     Rigid sharing can also hurt (a long chain of outputs each placed below its input drifts down and widens
@@ -209,7 +211,10 @@ def share(sg: Subgraph, requests: list[Request], sharing: Sharing,
         return requests, []
     accepted: list[tuple[int, int, int]] = []
     best = _score(requests)
+    deadline = time.perf_counter() + budget_s
     for pair in candidates(sg, requests, sharing, may_share):
+        if time.perf_counter() > deadline:  # keep planning well under a second on large graphs
+            break
         trial, _ = merge(requests, accepted + [pair])
         score = _score(trial)
         if score < best:

@@ -25,7 +25,8 @@ def _pad_conv(pads: list[list[int]], dtype: str = "int8") -> bytes:
     tensors = {"x": T((1, 10, 10, 4), dtype, **q), "p": T((4, 2), "int32", data=pads),
                "xp": T((1, h, h, 4), dtype, **q),
                "w": T((6, 3, 3, 4), "int8" if dtype == "int8" else dtype, **wq,
-                      data=rng.integers(-100, 100, (6, 3, 3, 4)) if dtype == "int8" else rng.uniform(-1, 1, (6, 3, 3, 4))),
+                      data=rng.integers(-100, 100, (6, 3, 3, 4)) if dtype == "int8"
+                      else rng.uniform(-1, 1, (6, 3, 3, 4))),
                "b": T((6,), "int32" if dtype == "int8" else dtype, **({"scale": 0.001} if dtype == "int8" else {}),
                       data=np.arange(6)),
                "y": T((1, out, out, 6), dtype, **({"scale": 0.1, "zero_point": -1} if dtype == "int8" else {}))}
