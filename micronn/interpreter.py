@@ -98,13 +98,16 @@ class Interpreter:
                  *, arena: bytearray | memoryview | np.ndarray | SharedArena | None = None,
                  planner: str | planners.Planner = "optimal", sharing: bool | planners.Sharing = True):
         self.model = model if isinstance(model, Model) else read(model)
-        self.subgraph = self.model.main
         self.resolver = resolver or OpResolver.all()
         self.planner = planners.get(planner)
         if sharing is True:
             sharing = planners.Sharing()
         # baselines (TFLM's exact plan, no reuse) share no memory
         self.sharing = sharing if sharing is not False and self.planner.shares else planners.Sharing.none()
+        self.folded_pads: list[int] = []  # PAD operators of the file folded into the convolution they feed
+        if self.sharing.fold_pad:
+            self.model, self.folded_pads = planners.fold_pads(self.model)
+        self.subgraph = self.model.main
         if arena is not None and arena_size is not None:
             raise MicronnError("give either arena_size or arena, not both")
         if arena_size is not None and arena_size < 0:
@@ -193,7 +196,9 @@ class Interpreter:
             keep_unused=self.planner.name == "tflm")
         # sharing pairs tensors of the main subgraph only
         sharing = self.sharing if all(r.subgraph == 0 for r in self.base_requests) else planners.Sharing.none()
-        self.requests, self.shared_groups = planners.share(sg, self.base_requests, sharing)
+        kernels = {n.index: k for n, k in zip(self._all_nodes[0], self._kernels)}
+        self.requests, self.shared_groups = planners.share(
+            sg, self.base_requests, sharing, lambda op: getattr(kernels.get(op.index), "reads_input_first", False))
         self.plan = self.planner.plan(self.requests)
         if self.shared_groups:  # sharing is chosen with quick plans; keep it only if the real plan agrees
             unshared = self.planner.plan(self.base_requests)
@@ -293,6 +298,8 @@ class Interpreter:
     def reset(self) -> None:
         """Put variable tensors back to their initial state (TFLM: zero point for int8, else zero), in every
         subgraph, and resource variables to their defaults (CALL_ONCE does not run again, as in TFLM)."""
+        if not self._allocated:
+            return
         for g, views in zip(self.model.subgraphs, self._all_views):
             for t in g.tensors:
                 if t.is_variable and views[t.index] is not None:

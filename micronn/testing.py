@@ -312,7 +312,7 @@ class _Tflm:
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         for i, x in enumerate(inputs):
-            self._call(f"setting input {i}", self.it.set_input, np.ascontiguousarray(x), i)
+            self._call(f"setting input {i}", self.it.set_input, np.require(x, requirements="C"), i)
         self._call("invoking", self.it.invoke)
         return [np.array(self.it.get_output(i), copy=True) for i in range(self.n_outputs)]
 

@@ -2,23 +2,26 @@
 
 TensorFlow is *not* a micronn dependency: run this in a throwaway virtual environment outside the repository::
 
-    python3.11 -m venv /tmp/tfenv && /tmp/tfenv/bin/pip install tensorflow-cpu
+    python3.11 -m venv /tmp/tfenv && /tmp/tfenv/bin/pip install tensorflow-cpu==2.21.0 tf-keras==2.21.0
     /tmp/tfenv/bin/python tools/make_models.py            # every model
     /tmp/tfenv/bin/python tools/make_models.py resnet_tiny_int8 float_cnn   # some of them
 
-Built with tensorflow-cpu 2.21.0 (Keras 3.15.1). The weights are random, not trained: memory planning and
-bit-exactness against TFLM do not depend on them. To keep activations in a realistic range anyway, every
-BatchNormalization layer gets the mean and variance of its own input over the calibration batch (a data-dependent
-init), so each normalised activation is roughly N(beta, gamma^2) as in a trained net; the converter folds the
-batch norms into the convolutions. Full-integer models are calibrated on a fixed set of random inputs.
+Built with tensorflow-cpu 2.21.0 (Keras 3.15.1; tf-keras 2.21.0 for the fused LSTMs); other versions may give
+other bytes. Each model is built in its own process with fixed seeds, so a rebuild reproduces the files exactly.
+The weights are random, not trained: memory planning and bit-exactness against TFLM do not depend on them.
+To keep activations in a realistic range anyway, every BatchNormalization layer gets the mean and variance of
+its own input over the calibration batch (a data-dependent init), so each normalised activation is roughly
+N(beta, gamma^2) as in a trained net; the converter folds the batch norms into the convolutions. Full-integer
+models are calibrated on a fixed set of random inputs.
 
-Every model has a static batch of 1 (``batch_size=1`` on the Input, and a traced signature with batch 1), so the
-converter emits no SHAPE/STRIDED_SLICE/PACK ops for the batch dimension.
+Every model has a static batch of 1 (``batch_size=1`` on the Input), so the converter emits no SHAPE/PACK ops
+for a dynamic batch dimension.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -73,7 +76,7 @@ def init_batch_norms(model: keras.Model, data: list[list[np.ndarray]], seed: int
 
 
 def convert(model: keras.Model, data: list[list[np.ndarray]], mode: str) -> bytes:
-    """Convert with a batch-1 traced signature; ``mode`` is "float", "int8" or "int16x8" (full integer)."""
+    """Convert a (batch-1) Keras model; ``mode`` is "float", "int8" or "int16x8" (full integer)."""
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     if mode != "float":
         def representative() -> Iterator[list[np.ndarray]]:
@@ -220,22 +223,40 @@ def float_cnn():
     return keras.Model(inp, x), [sample_uniform((1, 28, 28, 1), 0.0, 1.0)], "float"
 
 
-def _lstm_classifier() -> keras.Model:
-    inp = keras.Input((28, 28), batch_size=1)
-    x = layers.LSTM(20)(inp)
-    x = layers.Dense(10)(x)
-    x = layers.Softmax()(x)
-    return keras.Model(inp, x)
+def _lstm_classifier():
+    """An MNIST-row LSTM classifier (28 steps of 28 features, 20 units, 10 classes), built with tf-keras.
+
+    Only Keras 2 (tf-keras) LSTMs carry the annotation that makes the converter fuse them into one
+    UNIDIRECTIONAL_SEQUENCE_LSTM; a Keras 3 LSTM becomes a WHILE loop (see lstm_keras3_while_float).
+    """
+    import tf_keras  # pip install tf-keras (same version as tensorflow)
+
+    tf_keras.utils.set_random_seed(int(np.random.randint(1 << 30)))  # numpy was seeded by build()
+    inp = tf_keras.Input((28, 28), batch_size=1)
+    x = tf_keras.layers.LSTM(20)(inp)
+    x = tf_keras.layers.Dense(10)(x)
+    x = tf_keras.layers.Softmax()(x)
+    return tf_keras.Model(inp, x)
 
 
 def lstm_float():
-    """An MNIST-row LSTM classifier (28 steps of 28 features, 20 units), float32."""
+    """The LSTM classifier in float32: one fused UNIDIRECTIONAL_SEQUENCE_LSTM."""
     return _lstm_classifier(), [sample_uniform((1, 28, 28), 0.0, 1.0)], "float"
 
 
 def lstm_int8():
     """The same LSTM classifier, full-integer int8 (the LSTM keeps int16 internal state)."""
     return _lstm_classifier(), [sample_uniform((1, 28, 28), 0.0, 1.0)], "int8"
+
+
+def lstm_keras3_while_float():
+    """The LSTM classifier built with Keras 3, float32: the converter does not fuse it but emits a WHILE loop
+    over a cond and a body subgraph (full-integer conversion of it crashes the converter)."""
+    inp = keras.Input((28, 28), batch_size=1)
+    x = layers.LSTM(20)(inp)
+    x = layers.Dense(10)(x)
+    x = layers.Softmax()(x)
+    return keras.Model(inp, x), [sample_uniform((1, 28, 28), 0.0, 1.0)], "float"
 
 
 def unet_wide_int8():
@@ -292,6 +313,7 @@ def vnet_like_int8():
 BUILDERS = {f.__name__: f for f in [
     mobilenet_v2_pad_int8, vww_mobilenet_96x96x3_int8, resnet_tiny_int8, anomaly_autoencoder_int8,
     kws_ds_cnn_int16x8, float_cnn, lstm_float, lstm_int8, unet_wide_int8, vnet_like_int8,
+    lstm_keras3_while_float,
 ]}
 
 
@@ -305,18 +327,25 @@ def build(name: str, seed: int) -> bytes:
 
 
 def main(argv: list[str]) -> int:
+    """Build the named models (default: all), each in a fresh subprocess.
+
+    A fresh process per model makes the bytes independent of what else was built: Keras numbers its layer
+    names per process, and those names end up in the flatbuffer's tensor names.
+    """
+    if argv[:1] == ["--one"]:
+        name = argv[1]
+        blob = build(name, seed=1234 + list(BUILDERS).index(name))
+        (OUT / f"{name}.tflite").write_bytes(blob)
+        print(f"{name}.tflite: {len(blob):,} bytes")
+        return 0
     names = argv or list(BUILDERS)
     unknown = [n for n in names if n not in BUILDERS]
     if unknown:
         print(f"unknown model(s) {unknown}; known: {list(BUILDERS)}", file=sys.stderr)
         return 2
     OUT.mkdir(parents=True, exist_ok=True)
-    for i, name in enumerate(BUILDERS):
-        if name not in names:
-            continue
-        blob = build(name, seed=1234 + i)
-        (OUT / f"{name}.tflite").write_bytes(blob)
-        print(f"{name}.tflite: {len(blob):,} bytes")
+    for name in names:
+        subprocess.run([sys.executable, __file__, "--one", name], check=True)
     return 0
 
 

@@ -44,3 +44,46 @@ def check_output_shape(node: Node, out: Tensor, expected: tuple[int, ...]) -> No
     expected = tuple(int(d) for d in expected)
     if tuple(out.shape) != expected:
         raise node.fail(f"output shape {tuple(out.shape)} does not match the computed shape {expected}")
+
+
+# ---- SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND ----------------------------------------------------------------------
+
+
+def as_4d(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """TFLM's 4-D view of a 3-D (batch, height, depth) tensor: a width of 1."""
+    return (shape[0], shape[1], 1, shape[2]) if len(shape) == 3 else tuple(shape)  # type: ignore[return-value]
+
+
+class BlockParams:
+    """The block shape and paddings (or crops) inputs of the *_ND ops, as TFLM reads them.
+
+    TFLM reads both as int32 and accepts them at run time; a 3-D tensor has one spatial dimension, which
+    TFLM treats as a height with a width of 1 (block width 1, no padding). ``values(node)`` gives
+    ``(block_h, block_w, before_h, before_w)`` for the current values, checked once per distinct value.
+    """
+
+    def __init__(self, node: Node, what: str):
+        inp, out = node.inputs[0], node.outputs[0]
+        if not 3 <= len(inp.shape) <= 4:
+            raise node.fail(f"input must be 3-D or 4-D, got shape {inp.shape}")
+        if len(out.shape) != len(inp.shape):
+            raise node.fail(f"output rank {len(out.shape)} differs from input rank {len(inp.shape)}")
+        if out.shape[-1] != inp.shape[-1]:
+            raise node.fail(f"output depth {out.shape[-1]} differs from input depth {inp.shape[-1]}")
+        spatial = len(inp.shape) - 2
+        for i, name, shape in ((1, "block shape", (spatial,)), (2, what, (spatial, 2))):
+            t = node.inputs[i]
+            if t.dtype != np.int32:
+                raise node.fail(f"the {name} tensor must be int32 (TFLM reads it as int32), got {t.dtype.name}")
+            if tuple(t.shape) != shape:
+                raise node.fail(f"the {name} tensor must have shape {shape} for a {len(inp.shape)}-D input, "
+                                f"got {t.shape}")
+        self.spatial = spatial
+        self.constant = node.inputs[1].is_constant and node.inputs[2].is_constant
+
+    def values(self, node: Node) -> tuple[int, int, int, int]:
+        block = [int(v) for v in np.asarray(node.input(1)).reshape(-1)]
+        pads = [int(v) for v in np.asarray(node.input(2)).reshape(-1)]
+        if self.spatial == 1:
+            return block[0], 1, pads[0], 0
+        return block[0], block[1], pads[0], pads[2]

@@ -1,4 +1,4 @@
-"""ARG_MIN: the index of the smallest value along an axis, like TFLM (see :class:`~micronn.kernels._reduce.ArgMinMax`)."""
+"""ARG_MIN: the index of the smallest value along an axis, like TFLM (see ``_reduce.ArgMinMax``)."""
 
 from __future__ import annotations
 

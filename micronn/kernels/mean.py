@@ -1,4 +1,4 @@
-"""MEAN: the average over some axes, like TFLM's reference kernel (see :class:`~micronn.kernels._reduce.MeanOrSum`)."""
+"""MEAN: the average over some axes, like TFLM's reference kernel (see ``_reduce.MeanOrSum``)."""
 
 from __future__ import annotations
 

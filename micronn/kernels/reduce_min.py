@@ -1,4 +1,4 @@
-"""REDUCE_MIN: the minimum over some axes, like TFLM's reference kernel (see :class:`~micronn.kernels._reduce.MaxOrMin`)."""
+"""REDUCE_MIN: the minimum over some axes, like TFLM's reference kernel (see ``_reduce.MaxOrMin``)."""
 
 from __future__ import annotations
 

@@ -3,13 +3,14 @@
 float32: for each output row TFLM computes the source position ``y * scale`` (``(y + 0.5) * scale - 0.5``
 with half_pixel_centers) in float32, its floor ``y0`` (at least 0) and ceiling ``y1`` (at most the last
 row), and blends the four neighbours as ``p00*(1-dy)*(1-dx) + p10*dy*(1-dx) + p01*(1-dy)*dx + p11*dy*dx``
-with ``dy = y - y0``, every product and sum rounded to float32 in that order.
+with ``dy = y - y0``, every product and sum rounded to float32 in that order, plus a final +0.0 (TFLM's
+rounding offset, zero for floats), which turns a -0.0 result into +0.0.
 
 int8: the scale is an integer in units of 1/1024 (rounded to nearest), positions are integers in the same
 units, and the four weighted neighbours are summed in int64 and divided by 2**20 rounding half away from
 zero. With half_pixel_centers a position before the first row stays negative, so the weights extrapolate
-(one above 1024, one below zero) exactly as TFLM's do. Quantized values are not requantized. Like TFLM, only the first two values of the
-size tensor are read.
+(one above 1024, one below zero) exactly as TFLM's do. Quantized values are not requantized. Like TFLM,
+only the first two values of the size tensor are read.
 """
 
 from __future__ import annotations
@@ -79,12 +80,12 @@ class ResizeBilinear(Kernel):
         if out_h < 1 or out_w < 1:
             raise node.fail(f"size must be positive, got {out_h}x{out_w}")
         check_output_shape(node, out, (inp.shape[0], out_h, out_w, inp.shape[3]))
-        self.float = inp.dtype == np.float32
-        positions = float_positions if self.float else integer_positions
+        self.is_float = inp.dtype == np.float32
+        positions = float_positions if self.is_float else integer_positions
         in_h, in_w = inp.shape[1:3]
         self.y0, self.y1, dy = positions(in_h, out_h, o.align_corners, o.half_pixel_centers)
         self.x0, self.x1, dx = positions(in_w, out_w, o.align_corners, o.half_pixel_centers)
-        one = np.float32(1) if self.float else np.int64(1024)
+        one = np.float32(1) if self.is_float else np.int64(1024)
         # weights broadcast over (rows, 1, 1) and (1, cols, 1)
         self.wy = [(one - dy).reshape(-1, 1, 1), dy.reshape(-1, 1, 1)]
         self.wx = [(one - dx).reshape(1, -1, 1), dx.reshape(1, -1, 1)]
@@ -121,13 +122,13 @@ class ResizeBilinear(Kernel):
             rows = [x[:, self.y0], x[:, self.y1]]
             pixels = [r[:, :, cols] for cols in (self.x0, self.x1) for r in rows]
         corners = [(p, wy, wx) for p, (wy, wx) in zip(pixels, weights)]
-        if self.float:
+        if self.is_float:
             total = None
             with np.errstate(over="ignore", invalid="ignore"):
                 for p, wy, wx in corners:
                     term = p * wy * wx
                     total = term if total is None else total + term
-            node.output(0)[...] = total
+            node.output(0)[...] = total + np.float32(0.0)
             return
         total = sum(p.astype(np.int64) * wy * wx for p, wy, wx in corners)
         half = np.where(total > 0, 1 << 19, -(1 << 19))

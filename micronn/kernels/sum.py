@@ -1,4 +1,4 @@
-"""SUM: the sum over some axes, like TFLM's reference kernel (see :class:`~micronn.kernels._reduce.MeanOrSum`)."""
+"""SUM: the sum over some axes, like TFLM's reference kernel (see ``_reduce.MeanOrSum``)."""
 
 from __future__ import annotations
 

@@ -190,7 +190,7 @@ def tensor_requests(graph: Subgraph | Model, scratch: dict | None = None, offlin
     IF/WHILE/CALL_ONCE into the subgraphs they call; its requests then name their ``subgraph``.
     ``scratch`` maps operator index (for a model: (subgraph, operator index)) to the byte sizes it requested;
     ``offline`` is an ``OfflineMemoryAllocation`` offset per tensor (-1: plan online; for a model, the flat
-    list over all subgraphs, which TFLM indexes by the tensor's index within its own subgraph). ``bound``
+    list over the tensors of all subgraphs in order, as the metadata stores it). ``bound``
     holds the (subgraph, tensor) pairs a kernel gave memory of its own in prepare (VAR_HANDLE's output).
     Tensors (and scratch buffers) of no operator reached from the start are left out, unless
     ``keep_unused``: TFLM plans them too, alive at time -1 only, so they overlap each other and nothing else.
@@ -207,6 +207,7 @@ def tensor_requests(graph: Subgraph | Model, scratch: dict | None = None, offlin
     life.mark(start)
 
     reqs = []
+    base = 0  # where the subgraph's tensors start in the flat offline list
     for s, sg in subgraphs.items():
         first, last = life.first[s], life.last[s]
         for t in sg.tensors:
@@ -214,9 +215,10 @@ def tensor_requests(graph: Subgraph | Model, scratch: dict | None = None, offlin
                 continue
             if first[t.index] == -1 and not keep_unused:
                 continue
-            off = offline[t.index] if offline is not None and offline[t.index] >= 0 else None
+            off = offline[base + t.index] if offline is not None and offline[base + t.index] >= 0 else None
             reqs.append(Request(align(t.nbytes), first[t.index], last[t.index], tensor=t.index, offline=off,
                                 subgraph=s))
+        base += len(sg.tensors)
     for (s, op_index), sizes in sorted(asked.items()):
         span = life.ops.get((s, op_index))
         if span is None and not keep_unused:
