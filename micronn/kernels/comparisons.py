@@ -34,9 +34,6 @@ class Comparison(Kernel):
         if out.dtype != np.bool_:
             raise node.fail(f"the output must be bool, got {out.dtype.name}")
         ew.check_broadcast(node, [a, b], out)
-        if a.dtype == np.int16:
-            raise node.fail("TFLM's int16 GREATER does not compute the comparison (its output does not depend on "
-                            "the inputs); micronn refuses it")
         self.rescale = None
         if a.dtype == np.int8:
             ew.require_quantized(node, [a, b], ["input 1", "input 2"])
@@ -89,7 +86,7 @@ class LessEqual(Comparison):
 @register
 class Greater(Comparison):
     op = "GREATER"
-    dtypes = ORDERED | {"int16"}  # int16 is accepted by TFLM but broken: refused in prepare
+    dtypes = ORDERED  # TFLM accepts int16 but its output does not depend on the inputs: unsupported here
     compare = np.greater
 
 
