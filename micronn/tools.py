@@ -110,8 +110,9 @@ def run(model: Model | Source, inputs: list[np.ndarray] | None = None, *, seed: 
     t0 = time.perf_counter_ns()
     it.invoke()
     total = time.perf_counter_ns() - t0
+    report = it.arena_report()
     out: dict[str, Any] = {"outputs": [it.get_output(i) for i in range(len(m.main.outputs))],
-                           "arena": {k: v for k, v in it.arena_report().items() if k.endswith("bytes")},
+                           "arena": {k: v for k, v in report.items() if k.endswith("bytes") or k == "planner"},
                            "invoke_ns": total}
     if profile:
         kernel = sum(it.op_times_ns)
@@ -127,6 +128,9 @@ def demo(image: str = "person") -> dict[str, Any]:
     pixels = np.load(resources.files("micronn.data").joinpath(f"{image}.npy").open("rb"))
     x = (pixels.astype(np.int16) - 128).astype(np.int8).reshape(1, 96, 96, 1)
     res = run(bundled_model("person_detect"), [x])
+    tflm = Interpreter(bundled_model("person_detect"), planner="tflm")
+    tflm.allocate_tensors()
+    res["arena"]["tflm_head_bytes"] = tflm.head
     scores = (res["outputs"][0].astype(np.float64).ravel() + 128) / 256  # output scale 1/256, zero point -128
     return {"image": image, "person_score": float(scores[1]), "no_person_score": float(scores[0]),
             "person": bool(scores[1] > scores[0]), "arena": res["arena"]}
