@@ -522,3 +522,18 @@ def tanh_int16(x, input_multiplier: int, input_left_shift: int) -> np.ndarray:
     result = wrap_int32(np.where(saturated, 0xFFFF << 8, interp))
     result = np.where(v >= 0, result - (1 << 23) + (1 << 7), -result + (1 << 23) + (1 << 7) - 1)
     return ((wrap_int32(result) >> 8) + 32768 & 0xFFFF) - 32768
+
+
+LOGISTIC_CUTOFF_UPPER = np.float32(16.619047164916992188)  # above: exactly 1 in float32
+LOGISTIC_CUTOFF_LOWER = np.float32(-9.0)  # below: exp(x) alone
+
+
+def logistic_float(x) -> np.ndarray:
+    """TFLM's float32 sigmoid: 1 above the upper cutoff, ``expf(x)`` below the lower one, else
+    ``1 / (1 + expf(-x))``, all in float32 with the C library's ``expf``."""
+    x = np.asarray(x, dtype=np.float32)
+    one = np.float32(1)
+    with np.errstate(all="ignore"):
+        mid = one / (one + expf(-x))
+        return np.where(x > LOGISTIC_CUTOFF_UPPER, one, np.where(x < LOGISTIC_CUTOFF_LOWER, expf(x), mid)).astype(
+            np.float32)

@@ -21,8 +21,6 @@ from micronn.kernels.base import Kernel, Node, register
 from micronn.quant import multiply_by_quantized_multiplier, rounding_divide_by_pot
 
 INPUT_INTEGER_BITS = 4  # int8 inputs are scaled into Q4.27
-CUTOFF_UPPER = np.float32(16.619047164916992188)
-CUTOFF_LOWER = np.float32(-9.0)
 
 
 def prepare_int16_activation(node: Node, inp, out) -> tuple[int, int]:
@@ -101,7 +99,4 @@ class Logistic(Kernel):
 
     @staticmethod
     def _float(x: np.ndarray) -> np.ndarray:
-        f32 = np.float32
-        with np.errstate(all="ignore"):
-            sigmoid = f32(1) / (f32(1) + fp.expf(-x))
-            return np.where(x > CUTOFF_UPPER, f32(1), np.where(x < CUTOFF_LOWER, fp.expf(x), sigmoid))
+        return fp.logistic_float(x)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from micronn.ir import Activation
-from micronn.kernels._lstm_util import dot_float, tanhf
+from micronn.kernels._lstm_util import dot_float
+from micronn.kernels._unary import tanhf
 from micronn.kernels.base import Kernel, Node, register
 from micronn.quant import activation_range_float, multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
 

@@ -22,8 +22,10 @@ import math
 
 import numpy as np
 
+from micronn.fixedpoint import logistic_float, logistic_int16, tanh_int16
 from micronn.ir import Activation, Tensor
-from micronn.kernels._lstm_util import dot_float, logistic_float, logistic_int16, tanh_int16, tanhf
+from micronn.kernels._lstm_util import dot_float
+from micronn.kernels._unary import tanhf
 from micronn.kernels.base import Kernel, Node, register
 from micronn.quant import (
     multiply_by_quantized_multiplier,
@@ -228,8 +230,8 @@ class UnidirectionalSequenceLstm(Kernel):
             pre = self.input_fc[g](x, w_in[g], bias[g]) + self.recurrent_fc[g](hidden, w_rec[g], None)
             pre = np.clip(pre, -32768, 32767)
             if g == "cell":
-                return tanh_int16(pre) if self.cell_tanh else pre
-            return logistic_int16(pre)
+                return tanh_int16(pre, 0, 0) if self.cell_tanh else pre
+            return logistic_int16(pre, 0, 0)
 
         forget, input_gate, cell_gate = gate("forget"), gate("input"), gate("cell")
         c = self.forget_mul(forget, cell.astype(np.int64))
