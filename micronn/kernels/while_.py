@@ -10,6 +10,7 @@ types may differ), checked when they happen. micronn follows the same steps in t
 
 from __future__ import annotations
 
+from micronn.errors import InvokeError
 from micronn.kernels.base import Kernel, Node, register
 from micronn.subgraphs import check_io, copy_tensors, raw, subgraph_index
 
@@ -20,6 +21,8 @@ class While(Kernel):
 
     op = "WHILE"
     dtypes: frozenset[str] = frozenset()  # tensors are only copied: any type
+    # TFLM loops forever on a condition that never turns false; micronn stops with an InvokeError instead.
+    max_iterations = 1_000_000
 
     def dtype_key(self, node: Node) -> str:
         return "any"
@@ -48,7 +51,12 @@ class While(Kernel):
         copy_tensors(cond_ins, ins, f"{what}, inputs to cond")
         copy_tensors(outs, ins, f"{what}, inputs to outputs")
         interp.invoke_subgraph(self.cond.index)
+        iterations = 0
         while raw(cond_out)[0]:
+            iterations += 1
+            if iterations > self.max_iterations:
+                raise InvokeError(f"{what}: the loop ran {self.max_iterations} iterations without its condition "
+                                  "turning false (raise While.max_iterations if that is intended)")
             copy_tensors(body_ins, outs, f"{what}, outputs to body")
             interp.invoke_subgraph(self.body.index)
             copy_tensors(outs, body_outs, f"{what}, body to outputs")

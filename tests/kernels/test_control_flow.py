@@ -536,3 +536,16 @@ def test_tensor_no_operator_touches_is_planned_like_tflm() -> None:
     assert tflm_arena(model)["head"] == 4000
     assert Interpreter.from_bytes(model, planner="tflm").head == 4000
     assert Interpreter.from_bytes(model).head <= 512
+
+
+def test_endless_while_is_an_invoke_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TFLM spins forever on a condition that stays true; micronn stops after While.max_iterations."""
+    from micronn.kernels.while_ import While
+
+    monkeypatch.setattr(While, "max_iterations", 20)
+    it = Interpreter(while_model("int8", fc=False))
+    it.allocate_tensors()
+    it.set_input(np.ones(24, bool), 0)  # 24 leading Trues: more iterations than the limit allows
+    it.set_input(np.zeros((1, 8), np.int8), 1)
+    with pytest.raises(InvokeError, match="20 iterations"):
+        it.invoke()
