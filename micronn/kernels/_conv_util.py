@@ -2,7 +2,8 @@
 
 Window geometry (TFLM's padding rules), a padded-input cache, exact integer matrix products through
 BLAS, a fast per-channel requantizer, TFLM's float32 accumulation (down to which NaN comes out), C-exact
-float clamping, and the base class of the two pooling kernels. Not a kernel module: it registers nothing.
+float clamping, and the base classes of the convolution-family and pooling kernels. Not a kernel module: it
+registers nothing.
 """
 
 from __future__ import annotations
@@ -353,6 +354,92 @@ def float_kernel(run: Any) -> np.ndarray:
         if np.isnan(total).any():
             total = run(True)
     return total
+
+
+# ---- convolution family -----------------------------------------------------------------------------------------
+
+CONV_TYPES = {  # input dtype -> (filter dtype, allowed bias dtypes)
+    "float32": ("float32", {"float32"}),
+    "int8": ("int8", {"int32"}),
+    "int16": ("int8", {"int64"}),
+}
+
+
+def check_quantization(node: Node, inp: Tensor, flt: Tensor, out: Tensor, channels: int) -> None:
+    """The per-channel checks TFLM's conv-like Prepare makes on quantized tensors."""
+    for t, what in ((inp, "input"), (flt, "filter"), (out, "output")):
+        if t.quant is None or len(t.quant.scale) == 0:
+            raise node.fail(f"{what} tensor is not quantized")
+    n = len(flt.quant.scale)
+    if n != 1 and n != channels:
+        raise node.fail(f"filter has {n} scales for {channels} output channels")
+    if n > 1 and (flt.quant.axis < 0 or flt.quant.axis >= len(flt.shape) or flt.shape[flt.quant.axis] != n):
+        raise node.fail(f"filter quantized dimension {flt.quant.axis} does not hold {n} channels")
+
+
+class ConvLike(Kernel):
+    """What CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED share: operand checks, per-channel quantization
+    parameters and TFLM's quantized output stage."""
+
+    dtypes = frozenset({"float32", "int8", "int16"})
+
+    def operands(self, node: Node, types: dict[str, tuple[str, set[str]]], noun: str,
+                 needs: str) -> tuple[Tensor, Tensor, Tensor | None, Tensor]:
+        """(input, filter, optional bias, output) after TFLM's type checks; ``needs`` words the filter type error."""
+        if len(node.inputs) < 2 or len(node.outputs) != 1 or node.inputs[0] is None or node.inputs[1] is None:
+            raise node.fail(f"needs input, {noun}, optional bias and one output")
+        inp, flt, out = node.inputs[0], node.inputs[1], node.outputs[0]
+        bias = node.inputs[2] if len(node.inputs) > 2 else None
+        kind = inp.dtype.name
+        if kind not in types or out.dtype != inp.dtype:
+            raise node.fail(f"unsupported input/output types {inp.dtype.name}/{out.dtype.name}")
+        want_filter, want_bias = types[kind]
+        if flt.dtype.name != want_filter:
+            raise node.fail(f"{kind} {needs.format(want_filter)} (hybrid models are not supported)")
+        if bias is not None and bias.dtype.name not in want_bias:
+            raise node.fail(f"bias type {bias.dtype.name} is not supported with {kind} inputs")
+        return inp, flt, bias, out
+
+    def prepare_channels(self, node: Node, inp: Tensor, flt: Tensor, out: Tensor, channels: int) -> None:
+        """TFLM's (Depthwise)ConvPrepare: per-channel multipliers and shifts, which it keeps in the persistent tail
+        whatever the type, and the activation range (and zero points)."""
+        mults, shifts = np.zeros(channels, np.int32), np.zeros(channels, np.int32)
+        activation = node.options.fused_activation_function
+        if inp.dtype != np.float32:
+            check_quantization(node, inp, flt, out, channels)
+            mults, shifts = conv_multipliers(inp, flt, out, channels)
+            self.act_min, self.act_max = quantized_activation_range(node, activation, out)
+            self.in_zp, self.out_zp = inp.zero_point, out.zero_point
+        else:
+            self.fact_min, self.fact_max = float_activation_range(activation)
+        self.mults = node.persistent(mults)
+        self.shifts = node.persistent(shifts)
+        self.requant = Requant(mults, shifts)
+        self.mult64, self.shift64 = mults.astype(np.int64), shifts.astype(np.int64)
+
+    def padded_source(self, x: np.ndarray, offset: int, dtype: np.dtype) -> np.ndarray:
+        """x - offset in ``dtype`` with the window's zero padding (through the cached buffer if it has that type)."""
+        win: Window = self.win
+        if self.pad is not None and self.pad.buf.dtype == dtype:
+            return self.pad.load(x, offset)
+        src = np.subtract(x, offset, dtype=dtype)
+        if win.padded:
+            src = np.pad(src, ((0, 0), (win.pad_top, win.pad_bottom), (win.pad_left, win.pad_right), (0, 0)))
+        return src
+
+    def output_stage(self, acc: np.ndarray, bias: np.ndarray | None, acc32: bool, add_zero_point: bool) -> np.ndarray:
+        """TFLM's quantized output: + bias, 32-bit requantization (int32 accumulators wrap like C) or the 64-bit one,
+        + the output zero point, clamped to the activation range."""
+        if bias is not None:
+            acc += bias
+        if acc32:
+            y = self.requant(wrap_int32(acc) if self.need_wrap else acc)
+        else:
+            y = requant64(acc, self.mult64, self.shift64)
+        if add_zero_point:
+            y += self.out_zp
+        np.clip(y, self.act_min, self.act_max, out=y)
+        return y
 
 
 # ---- pooling ----------------------------------------------------------------------------------------------------

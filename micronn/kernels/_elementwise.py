@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from micronn.ir import Activation, Tensor
-from micronn.kernels.base import Node
+from micronn.kernels.base import Kernel, Node
 from micronn.quant import (
     activation_range_quantized,
     dtype_range,
@@ -28,6 +28,7 @@ FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
 # TFLM's RuntimeShape holds at most 6 dimensions: the binary kernels compute garbage (or crash) beyond,
 # and micronn refuses such operands. Unary kernels count elements only and take any rank.
 MAX_DIMS = 6
+BINARY = ("input 1", "input 2", "the output")  # how errors name the operands of a binary kernel
 
 
 def operands(node: Node, n_inputs: int) -> tuple[list[Tensor], Tensor]:
@@ -45,6 +46,14 @@ def same_types(node: Node, tensors: Sequence[Tensor], names: Sequence[str]) -> N
     for t, name in zip(tensors[1:], names[1:], strict=True):
         if t.dtype != first:
             raise node.fail(f"{name} is {t.dtype.name} but {names[0]} is {first.name}")
+
+
+def binary_operands(node: Node) -> tuple[Tensor, Tensor, Tensor]:
+    """The two inputs and the output of a binary kernel, of one type, the inputs broadcasting to the output."""
+    (a, b), out = operands(node, 2)
+    same_types(node, [a, b, out], BINARY)
+    check_broadcast(node, [a, b], out)
+    return a, b, out
 
 
 def _strip_leading_ones(shape: Sequence[int]) -> tuple[int, ...]:
@@ -139,6 +148,16 @@ def quantized_activation_range(act: int, out: Tensor) -> tuple[int, int]:
     return activation_range_quantized(act, out)
 
 
+def activation_range(node: Node, out: Tensor) -> tuple:
+    """The clamp range of the fused activation for the output's type: quantized, float32 or raw integers."""
+    act = activation(node)
+    if out.dtype in (np.int8, np.int16):
+        return quantized_activation_range(act, out)
+    if out.dtype == np.float32:
+        return float_activation_range(act)
+    return int_activation_range(act, out.dtype)
+
+
 def clamp(x: np.ndarray, lo, hi) -> np.ndarray:
     """std::min(std::max(x, lo), hi) exactly, NaN and signed zeros included."""
     x = np.where(x < lo, lo, x)
@@ -189,7 +208,7 @@ class AddSubParams:
     (after a left shift of 20 bits for int8, 15 for int16), combined, and rescaled to the output."""
 
     def __init__(self, node: Node, a: Tensor, b: Tensor, out: Tensor, act: int):
-        require_quantized(node, [a, b, out], ["input 1", "input 2", "the output"])
+        require_quantized(node, [a, b, out], BINARY)
         self.left_shift = 15 if out.dtype == np.int16 else 20
         s1, s2, so = np.float32(a.scale), np.float32(b.scale), np.float32(out.scale)
         twice_max = 2.0 * float(max(s1, s2))  # double arithmetic (float32 differs in the last bit, and so do results)
@@ -207,3 +226,17 @@ class AddSubParams:
         b = rescale_operand(x2, self.off2, self.left_shift, self.m2, self.s2)
         raw = wrap_int32(a - b if subtract else a + b)
         return saturate(requantize(raw, self.mo, self.so) + self.off_out, self.lo, self.hi, self.dtype)
+
+
+class Binary(Kernel):
+    """A binary kernel that combines its raw operands with ``apply`` (MAXIMUM, LOGICAL_AND, ...)."""
+
+    reads_input_first = True  # computes the whole result before writing
+
+    def prepare(self, node: Node) -> None:
+        binary_operands(node)
+
+    def invoke(self, node: Node) -> None:
+        x1, x2 = broadcast_inputs(node, 2)
+        out = node.output(0)
+        out[...] = self.apply(x1, x2).reshape(out.shape)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from micronn.errors import InvokeError
 from micronn.ir import Tensor
-from micronn.kernels.base import Node
+from micronn.kernels.base import Kernel, Node
+
+BLOCK_DTYPES = ("float32", "int8")  # of DEPTH_TO_SPACE, SPACE_TO_DEPTH, SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND
 
 
 def one_in_one_out(node: Node, n_inputs: int) -> tuple[Tensor, Tensor]:
@@ -44,6 +47,31 @@ def check_output_shape(node: Node, out: Tensor, expected: tuple[int, ...]) -> No
     expected = tuple(int(d) for d in expected)
     if tuple(out.shape) != expected:
         raise node.fail(f"output shape {tuple(out.shape)} does not match the computed shape {expected}")
+
+
+def resize_operands(node: Node, dtypes: tuple[str, ...], at_least: bool = False) -> tuple[Tensor, Tensor, int, int]:
+    """(input, output, output height, output width) of RESIZE_*: 4-D NHWC and a constant int32 size."""
+    inp, out = one_in_one_out(node, 2)
+    check_same_type(node, inp, out, dtypes)
+    if len(inp.shape) != 4:
+        raise node.fail(f"input must be 4-D (NHWC), got shape {inp.shape}")
+    out_h, out_w = (int(v) for v in constant_int32(node, 1, "size", (2,), at_least=at_least))
+    if out_h < 1 or out_w < 1:
+        raise node.fail(f"size must be positive, got {out_h}x{out_w}")
+    check_output_shape(node, out, (inp.shape[0], out_h, out_w, inp.shape[3]))
+    return inp, out, out_h, out_w
+
+
+def block_size_operands(node: Node) -> tuple[Tensor, Tensor, int]:
+    """(input, output, block size) of DEPTH_TO_SPACE / SPACE_TO_DEPTH after TFLM's checks."""
+    inp, out = one_in_one_out(node, 1)
+    if len(inp.shape) != 4:
+        raise node.fail(f"input must be 4-D (NHWC), got shape {inp.shape}")
+    check_same_type(node, inp, out, BLOCK_DTYPES)
+    bs = node.options.block_size
+    if bs < 1:
+        raise node.fail(f"block_size must be positive, got {bs}")
+    return inp, out, bs
 
 
 # ---- SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND ----------------------------------------------------------------------
@@ -87,3 +115,37 @@ class BlockParams:
         if self.spatial == 1:
             return block[0], 1, pads[0], 0
         return block[0], block[1], pads[0], pads[2]
+
+
+class BlockKernel(Kernel):
+    """What SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND share: checks, and a gather mapping computed once per distinct
+    block shape and paddings (crops) value by ``build(node, key) -> (mapping, error message or None)``."""
+
+    dtypes = frozenset(BLOCK_DTYPES)
+    pads_name: str  # what the third input is called
+
+    def prepare(self, node: Node) -> None:
+        inp, out = one_in_one_out(node, 3)
+        check_same_type(node, inp, out, BLOCK_DTYPES)
+        self.params = BlockParams(node, self.pads_name)
+        self.in4, self.out4 = as_4d(inp.shape), as_4d(out.shape)
+        self.cache: dict[tuple[int, ...], object] = {}
+        if self.params.constant:
+            self.mapping(node, prepare=True)
+
+    def build(self, node: Node, key: tuple[int, int, int, int]) -> tuple[object, str | None]:
+        raise NotImplementedError
+
+    def mapping(self, node: Node, prepare: bool = False):
+        key = self.params.values(node)
+        if key not in self.cache:
+            block_h, block_w = key[:2]
+            msg = None
+            if block_h < 1 or block_w < 1:
+                msg = f"block shape must be positive, got {block_h}x{block_w}"
+            else:
+                mapping, msg = self.build(node, key)
+            if msg is not None:
+                raise node.fail(msg) if prepare else InvokeError(f"operator {node.index} ({self.op}): {msg}")
+            self.cache[key] = mapping
+        return self.cache[key]

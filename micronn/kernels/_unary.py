@@ -11,6 +11,7 @@
 * ``inv_sqrt_quantized_multiplier_exp``: TFLM's ``GetInvSqrtQuantizedMultiplierExp`` (int8 RSQRT and
   L2_NORMALIZATION), a Newton-Raphson 1/sqrt in gemmlowp fixed point.
 * ``lut_int8``: TFLM's 256-entry int8 lookup table of a float function (int8 ELU).
+* ``FloatUnary``: the float32-only kernels (EXP, LOG, NEG, SQRT, SQUARE); ``Squashing``: LOGISTIC and TANH.
 """
 
 from __future__ import annotations
@@ -22,9 +23,16 @@ import numpy as np
 
 from micronn import fixedpoint as fp
 from micronn.ir import Tensor
-from micronn.kernels.base import Node
+from micronn.kernels.base import Kernel, Node
 from micronn.kernels.quantize import float_to_int32_x86
-from micronn.quant import INT32_MAX, quantize_multiplier, rounding_divide_by_pot, tflite_round, wrap_int32
+from micronn.quant import (
+    INT32_MAX,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    tflite_round,
+    wrap_int32,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Operand checks
@@ -62,6 +70,20 @@ def per_tensor_params(t: Tensor) -> tuple[np.float32, int]:
 def has_affine_quantization(t: Tensor) -> bool:
     """Whether TFLM sees affine quantization parameters on the tensor."""
     return t.quant is not None and len(t.quant.scale) > 0
+
+
+def quantized_params(node: Node, inp: Tensor, out: Tensor,
+                     affine: bool = True) -> tuple[np.float32, int, np.float32, int]:
+    """(input scale, input zero point, output scale, output zero point) of an int8/int16 unary kernel, after the
+    checks TFLM makes: affine quantization on both sides (where ``affine``) and zero points of 0 for int16."""
+    if affine:
+        for t, name in ((inp, "input"), (out, "output")):
+            if not has_affine_quantization(t):
+                raise node.fail(f"the {inp.dtype.name} {name} needs affine quantization parameters")
+    (in_scale, in_zp), (out_scale, out_zp) = per_tensor_params(inp), per_tensor_params(out)
+    if inp.dtype == np.int16 and (in_zp != 0 or out_zp != 0):
+        raise node.fail(f"int16 {node.op.op} needs zero points of 0, got {in_zp} (input) and {out_zp} (output)")
+    return in_scale, in_zp, out_scale, out_zp
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,3 +251,109 @@ def lut_int8(transform: Callable[[np.ndarray], np.ndarray], inp: Tensor, out: Te
     table = np.empty(256, dtype=np.int8)
     table[values.astype(np.uint8)] = np.clip(quantized, -128, 127)
     return table
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel bases
+# ---------------------------------------------------------------------------------------------
+
+
+class FloatUnary(Kernel):
+    """A float32 elementwise function (TFLM has no integer version); subclasses set ``op`` and ``apply``."""
+
+    dtypes = frozenset({"float32"})
+    reads_input_first = True
+    same_shape = False  # whether TFLM's prepare insists on the input's shape (not only its element count)
+    apply: Callable[[np.ndarray], np.ndarray]
+
+    def prepare(self, node: Node) -> None:
+        unary_operands(node, self.same_shape)
+
+    def invoke(self, node: Node) -> None:
+        out = node.output(0)
+        with np.errstate(all="ignore"):  # NaNs, infinities and overflow behave like C, silently
+            out[...] = self.apply(node.input(0)).reshape(out.shape)
+
+
+INPUT_INTEGER_BITS = 4  # int8 LOGISTIC / TANH inputs are scaled into Q4.27
+
+
+def prepare_int16_activation(node: Node, inp, out) -> tuple[int, int]:
+    """The int16 LOGISTIC / TANH prepare: zero points of 0, output scale 2**-15, input multiplier."""
+    for t, name in ((inp, "input"), (out, "output")):
+        if t.zero_point != 0:
+            raise node.fail(f"int16 {node.op.op} needs a {name} zero point of 0, got {t.zero_point}")
+    if not np.float32(inp.scale) > 0 or not np.isfinite(np.float32(inp.scale)):
+        raise node.fail(f"int16 {node.op.op} needs a positive input scale, got {inp.scale:g} (TFLM's would overflow)")
+    out_scale = np.float32(out.scale)
+    pot, log2 = fp.checked_log2(out_scale) if np.isfinite(out_scale) and out_scale > 0 else (False, 0)
+    if not pot or log2 != -15:
+        raise node.fail(f"int16 {node.op.op} needs an output scale of 2**-15 (a power of two within 0.1% in log2), "
+                        f"got {out.scale:g}")
+    return fp.int16_activation_params(np.float32(inp.scale))
+
+
+def int8_activation_params(node: Node, input_scale: float) -> tuple[int, int, int]:
+    """(multiplier, left shift, radius) of the int8 LOGISTIC / TANH prepare (``fp.int8_activation_params``).
+
+    Input scales below 2**-28 give a negative left shift, where TFLM's ``CalculateInputRadius`` divides
+    by ``1LL << left_shift``: x86 shifts by ``left_shift & 63`` (a negative int64 for -1), which this
+    reproduces. Below 2**-59 the Q4.27 rescale itself would shift right by more than 31 bits, which
+    C leaves undefined: refused.
+    """
+    _, left_shift = math.frexp(float(np.float32(input_scale)) * float(1 << (31 - INPUT_INTEGER_BITS)))
+    if left_shift >= 0:
+        return fp.int8_activation_params(np.float32(input_scale), INPUT_INTEGER_BITS)
+    if left_shift < -31:
+        raise node.fail(f"input scale {input_scale:g} is too small: TFLM's int8 {node.op.op} would shift by more "
+                        "than 31 bits (undefined in C)")
+    multiplier, _, _ = fp.int8_activation_params(np.float32(input_scale) * np.float32(2.0**-left_shift))
+    divisor = float(((1 << (left_shift & 63)) + 2**63) % 2**64 - 2**63)  # int64 1 << (shift & 63)
+    radius = math.floor(((1 << INPUT_INTEGER_BITS) - 1) * float(1 << (31 - INPUT_INTEGER_BITS)) / divisor)
+    return multiplier, left_shift, radius
+
+
+class Squashing(Kernel):
+    """LOGISTIC and TANH: float32, int8 and int16 (see logistic.py and tanh.py).
+
+    int8 inputs beyond the radius saturate; the rest, offset by the zero point, are scaled into Q4.27 and go
+    through the gemmlowp fixed-point function ``int8_fn``, whose Q0.31 result TFLM rounds to
+    ``int8_fraction_bits`` fraction bits (ignoring the output scale) and offsets by ``int8_zero_point``.
+    """
+
+    dtypes = frozenset({"float32", "int8", "int16"})
+    reads_input_first = True
+    float_fn: Callable[[np.ndarray], np.ndarray]
+    int16_fn: Callable[[np.ndarray, int, int], np.ndarray]
+    int8_fn: Callable[[np.ndarray, int], np.ndarray]
+    int8_fraction_bits: int
+    int8_zero_point = 0  # the int8 output zero point TFLM requires, when not 0
+
+    def prepare(self, node: Node) -> None:
+        inp, out = unary_operands(node)
+        self.dtype = inp.dtype.name
+        if self.dtype == "int8":
+            if self.int8_zero_point and out.zero_point != self.int8_zero_point:
+                raise node.fail(f"int8 {self.op} needs an output zero point of {self.int8_zero_point}, "
+                                f"got {out.zero_point}")
+            self.zero_point = inp.zero_point
+            self.params = int8_activation_params(node, inp.scale)
+        elif self.dtype == "int16":
+            self.multiplier, self.left_shift = prepare_int16_activation(node, inp, out)
+
+    def invoke(self, node: Node) -> None:
+        x, out = node.input(0), node.output(0)
+        if self.dtype == "float32":
+            result = self.float_fn(x)
+        elif self.dtype == "int16":
+            result = self.int16_fn(x, self.multiplier, self.left_shift)
+        else:
+            multiplier, left_shift, radius = self.params
+            v = x.astype(np.int64) - self.zero_point
+            low, high = v <= -radius, v >= radius
+            q4 = multiply_by_quantized_multiplier(np.where(low | high, 0, v), multiplier, left_shift)
+            q0 = self.int8_fn(q4, INPUT_INTEGER_BITS)
+            result = np.clip(rounding_divide_by_pot(q0, 31 - self.int8_fraction_bits) + self.int8_zero_point,
+                             -128, 127)
+            result = np.where(low, -128, np.where(high, 127, result))
+        out[...] = result.reshape(out.shape)

@@ -27,9 +27,7 @@ class Add(Kernel):
     int_activation = False  # TFLM's int32 ADD ignores the fused activation, its int32 SUB clamps
 
     def prepare(self, node: Node) -> None:
-        (a, b), out = ew.operands(node, 2)
-        ew.same_types(node, [a, b, out], ["input 1", "input 2", "the output"])
-        ew.check_broadcast(node, [a, b], out)
+        a, b, out = ew.binary_operands(node)
         act = ew.activation(node)
         self.params = None
         if out.dtype in (np.int8, np.int16):

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from micronn.errors import InvokeError
-from micronn.kernels._spatial import BlockParams, as_4d, check_same_type, one_in_one_out
-from micronn.kernels.base import Kernel, Node, register
-
-DTYPES = ("float32", "int8")
+from micronn.kernels._spatial import BlockKernel
+from micronn.kernels.base import Node, register
 
 
 def sources(in_shape: tuple[int, ...], out_shape: tuple[int, ...], block_h: int, block_w: int, crop_top: int,
@@ -38,40 +35,21 @@ def sources(in_shape: tuple[int, ...], out_shape: tuple[int, ...], block_h: int,
 
 
 @register
-class BatchToSpaceNd(Kernel):
+class BatchToSpaceNd(BlockKernel):
     """TFLM BATCH_TO_SPACE_ND; the block shape and crops may change at run time, as in TFLM."""
 
     op = "BATCH_TO_SPACE_ND"
-    dtypes = frozenset(DTYPES)
+    pads_name = "crops"
 
-    def prepare(self, node: Node) -> None:
-        inp, out = one_in_one_out(node, 3)
-        check_same_type(node, inp, out, DTYPES)
-        self.params = BlockParams(node, "crops")
-        self.in4, self.out4 = as_4d(inp.shape), as_4d(out.shape)
-        self.cache: dict[tuple[int, ...], np.ndarray] = {}
-        if self.params.constant:
-            self._mapping(node, prepare=True)
-
-    def _mapping(self, node: Node, prepare: bool = False) -> np.ndarray:
-        key = self.params.values(node)
-        if key not in self.cache:
-            block_h, block_w = key[:2]
-            msg = None
-            if block_h < 1 or block_w < 1:
-                msg = f"block shape must be positive, got {block_h}x{block_w}"
-            else:
-                src = sources(self.in4, self.out4, *key)
-                if (src < 0).any():
-                    msg = (f"with block {block_h}x{block_w} and crops (top {key[2]}, left {key[3]}) the input "
-                           f"{node.inputs[0].shape} leaves {int((src < 0).sum())} pixels of the output "
-                           f"{node.outputs[0].shape} unwritten (TFLM would leave stale memory there)")
-            if msg is not None:
-                raise node.fail(msg) if prepare else InvokeError(f"operator {node.index} (BATCH_TO_SPACE_ND): {msg}")
-            self.cache[key] = src
-        return self.cache[key]
+    def build(self, node: Node, key: tuple[int, int, int, int]) -> tuple[np.ndarray, str | None]:
+        src = sources(self.in4, self.out4, *key)
+        if not (src < 0).any():
+            return src, None
+        return src, (f"with block {key[0]}x{key[1]} and crops (top {key[2]}, left {key[3]}) the input "
+                     f"{node.inputs[0].shape} leaves {int((src < 0).sum())} pixels of the output "
+                     f"{node.outputs[0].shape} unwritten (TFLM would leave stale memory there)")
 
     def invoke(self, node: Node) -> None:
-        src = self._mapping(node)
+        src = self.mapping(node)
         depth = self.in4[3]
         np.take(node.input(0).reshape(-1, depth), src, axis=0, out=node.output(0).reshape(-1, depth))

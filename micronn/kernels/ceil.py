@@ -11,7 +11,6 @@ from micronn.kernels.floor import Floor
 @register
 class Ceil(Floor):
     op = "CEIL"
-    reads_input_first = True  # computes the whole result before writing
     same_shape = True
 
     @staticmethod

@@ -10,63 +10,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from micronn.ir import Tensor
 from micronn.kernels._conv_util import (
+    CONV_TYPES,
+    ConvLike,
     FloatSum,
     PaddedInput,
-    Requant,
     Window,
     clamp_float,
-    conv_multipliers,
     exact_float_dtype,
     exact_matmul,
-    float_activation_range,
     float_kernel,
     make_window,
-    quantized_activation_range,
-    requant64,
 )
-from micronn.kernels.base import Kernel, Node, register
-from micronn.quant import wrap_int32
+from micronn.kernels.base import Node, register
 
-_TYPES = {  # input dtype -> (filter dtype, allowed bias dtypes)
-    "float32": ("float32", {"float32"}),
-    "int8": ("int8", {"int32"}),
-    "int16": ("int8", {"int32", "int64"}),
-}
-
-
-def check_quantization(node: Node, inp: Tensor, flt: Tensor, out: Tensor, channels: int) -> None:
-    """The per-channel checks TFLM's conv-like Prepare makes on quantized tensors."""
-    for t, what in ((inp, "input"), (flt, "filter"), (out, "output")):
-        if t.quant is None or len(t.quant.scale) == 0:
-            raise node.fail(f"{what} tensor is not quantized")
-    n = len(flt.quant.scale)
-    if n != 1 and n != channels:
-        raise node.fail(f"filter has {n} scales for {channels} output channels")
-    if n > 1 and (flt.quant.axis < 0 or flt.quant.axis >= len(flt.shape) or flt.shape[flt.quant.axis] != n):
-        raise node.fail(f"filter quantized dimension {flt.quant.axis} does not hold {n} channels")
+_TYPES = {**CONV_TYPES, "int16": ("int8", {"int32", "int64"})}  # input dtype -> (filter dtype, allowed bias dtypes)
 
 
 @register
-class Conv2D(Kernel):
+class Conv2D(ConvLike):
     op = "CONV_2D"
     reads_input_first = True
-    dtypes = frozenset({"float32", "int8", "int16"})
 
     def prepare(self, node: Node) -> None:
-        if len(node.inputs) < 2 or len(node.outputs) != 1 or node.inputs[0] is None or node.inputs[1] is None:
-            raise node.fail("needs input, filter, optional bias and one output")
-        inp, flt, out = node.inputs[0], node.inputs[1], node.outputs[0]
-        bias = node.inputs[2] if len(node.inputs) > 2 else None
+        inp, flt, bias, out = self.operands(node, _TYPES, "filter", "convolution needs a {} filter")
         kind = inp.dtype.name
-        if kind not in _TYPES or out.dtype != inp.dtype:
-            raise node.fail(f"unsupported input/output types {inp.dtype.name}/{out.dtype.name}")
-        want_filter, want_bias = _TYPES[kind]
-        if flt.dtype.name != want_filter:
-            raise node.fail(f"{kind} convolution needs a {want_filter} filter (hybrid models are not supported)")
-        if bias is not None and bias.dtype.name not in want_bias:
-            raise node.fail(f"bias type {bias.dtype.name} is not supported with {kind} inputs")
         if len(inp.shape) != 4 or len(flt.shape) != 4 or len(out.shape) != 4:
             raise node.fail("input, filter and output must be 4-D")
         n, in_h, in_w, in_c = inp.shape
@@ -84,18 +52,7 @@ class Conv2D(Kernel):
         self.kind = kind
         self.has_bias = bias is not None
 
-        # TFLM's ConvPrepare takes the per-channel multiplier and shift arrays whatever the type.
-        mults, shifts = np.zeros(out_c, np.int32), np.zeros(out_c, np.int32)
-        if kind != "float32":
-            check_quantization(node, inp, flt, out, out_c)
-            mults, shifts = conv_multipliers(inp, flt, out, out_c)
-            self.act_min, self.act_max = quantized_activation_range(node, o.fused_activation_function, out)
-            self.in_zp, self.out_zp = inp.zero_point, out.zero_point
-        else:
-            self.fact_min, self.fact_max = float_activation_range(o.fused_activation_function)
-        self.mults = node.persistent(mults)
-        self.shifts = node.persistent(shifts)
-        self.requant = Requant(mults, shifts)
+        self.prepare_channels(node, inp, flt, out, out_c)
         self.acc32 = kind == "int8" or (bias is not None and bias.dtype == np.int32)
 
         self.constant = flt.is_constant and (bias is None or bias.is_constant)
@@ -136,12 +93,7 @@ class Conv2D(Kernel):
         pixels = n * win.out_h * win.out_w
         if win.trivial:
             return np.subtract(x, offset, dtype=dtype).reshape(pixels, 1, c)
-        if self.pad is not None and self.pad.buf.dtype == dtype:
-            src = self.pad.load(x, offset)
-        else:
-            src = np.subtract(x, offset, dtype=dtype)
-            if win.padded:
-                src = np.pad(src, ((0, 0), (win.pad_top, win.pad_bottom), (win.pad_left, win.pad_right), (0, 0)))
+        src = self.padded_source(x, offset, dtype)
         cols = np.empty((n, win.out_h, win.out_w, len(win.taps), c), dtype)
         for t, (fy, fx) in enumerate(win.taps):
             cols[:, :, :, t, :] = win.tap_view(src, fy, fx)
@@ -159,16 +111,8 @@ class Conv2D(Kernel):
             cg = cols.shape[2] // self.groups
             acc = np.concatenate([exact_matmul(cols[:, :, i * cg:(i + 1) * cg].reshape(pixels, -1), m)
                                   for i, m in enumerate(self.mats)], axis=1)
-        if self.bias64 is not None:
-            acc += self.bias64
-        if self.acc32:  # int32 accumulators (int8, or int16 with an int32 bias) wrap like C
-            y = self.requant(wrap_int32(acc) if self.need_wrap else acc)
-        else:
-            y = requant64(acc, self.mults.astype(np.int64), self.shifts.astype(np.int64))
-        if self.kind == "int8":
-            y += self.out_zp
-        np.clip(y, self.act_min, self.act_max, out=y)
-        out[...] = y.reshape(out.shape)
+        # int32 accumulators for int8, or int16 with an int32 bias
+        out[...] = self.output_stage(acc, self.bias64, self.acc32, self.kind == "int8").reshape(out.shape)
 
     def _invoke_float(self, node: Node) -> None:
         x = node.input(0)

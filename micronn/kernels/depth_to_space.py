@@ -7,10 +7,8 @@ Each input pixel's channels hold a ``block x block`` tile of output pixels (row-
 
 from __future__ import annotations
 
-from micronn.kernels._spatial import check_output_shape, check_same_type, one_in_one_out
+from micronn.kernels._spatial import BLOCK_DTYPES, block_size_operands, check_output_shape
 from micronn.kernels.base import Kernel, Node, register
-
-DTYPES = ("float32", "int8")
 
 
 @register
@@ -18,16 +16,10 @@ class DepthToSpace(Kernel):
     """TFLM DEPTH_TO_SPACE for float32 and int8 4-D tensors."""
 
     op = "DEPTH_TO_SPACE"
-    dtypes = frozenset(DTYPES)
+    dtypes = frozenset(BLOCK_DTYPES)
 
     def prepare(self, node: Node) -> None:
-        inp, out = one_in_one_out(node, 1)
-        if len(inp.shape) != 4:
-            raise node.fail(f"input must be 4-D (NHWC), got shape {inp.shape}")
-        check_same_type(node, inp, out, DTYPES)
-        bs = node.options.block_size
-        if bs < 1:
-            raise node.fail(f"block_size must be positive, got {bs}")
+        inp, out, bs = block_size_operands(node)
         n, h, w, c = inp.shape
         if c % (bs * bs):
             raise node.fail(f"input depth {c} is not a multiple of block_size**2 = {bs * bs}")

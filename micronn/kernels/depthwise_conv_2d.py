@@ -11,50 +11,27 @@ from __future__ import annotations
 import numpy as np
 
 from micronn.kernels._conv_util import (
+    CONV_TYPES,
+    ConvLike,
     FloatSum,
     PaddedInput,
-    Requant,
     Window,
     clamp_float,
-    conv_multipliers,
     exact_float_dtype,
-    float_activation_range,
     float_kernel,
     make_window,
-    quantized_activation_range,
-    requant64,
 )
-from micronn.kernels.base import Kernel, Node, register
-from micronn.kernels.conv_2d import check_quantization
-from micronn.quant import wrap_int32
-
-_TYPES = {  # input dtype -> (filter dtype, allowed bias dtypes)
-    "float32": ("float32", {"float32"}),
-    "int8": ("int8", {"int32"}),
-    "int16": ("int8", {"int64"}),
-}
+from micronn.kernels.base import Node, register
 
 
 @register
-class DepthwiseConv2D(Kernel):
+class DepthwiseConv2D(ConvLike):
     op = "DEPTHWISE_CONV_2D"
     reads_input_first = True
-    dtypes = frozenset({"float32", "int8", "int16"})
 
     def prepare(self, node: Node) -> None:
-        if len(node.inputs) < 2 or len(node.outputs) != 1 or node.inputs[0] is None or node.inputs[1] is None:
-            raise node.fail("needs input, filter, optional bias and one output")
-        inp, flt, out = node.inputs[0], node.inputs[1], node.outputs[0]
-        bias = node.inputs[2] if len(node.inputs) > 2 else None
+        inp, flt, bias, out = self.operands(node, CONV_TYPES, "filter", "depthwise convolution needs a {} filter")
         kind = inp.dtype.name
-        if kind not in _TYPES or out.dtype != inp.dtype:
-            raise node.fail(f"unsupported input/output types {inp.dtype.name}/{out.dtype.name}")
-        want_filter, want_bias = _TYPES[kind]
-        if flt.dtype.name != want_filter:
-            raise node.fail(f"{kind} depthwise convolution needs a {want_filter} filter "
-                            "(hybrid models are not supported)")
-        if bias is not None and bias.dtype.name not in want_bias:
-            raise node.fail(f"bias type {bias.dtype.name} is not supported with {kind} inputs")
         if len(inp.shape) != 4 or len(flt.shape) != 4 or len(out.shape) != 4:
             raise node.fail("input, filter and output must be 4-D")
         n, in_h, in_w, in_c = inp.shape
@@ -71,18 +48,7 @@ class DepthwiseConv2D(Kernel):
         self.kind, self.mult, self.in_c = kind, mult, in_c
         self.has_bias = bias is not None
 
-        # TFLM's DepthwiseConvPrepare takes the per-channel multiplier and shift arrays whatever the type.
-        mults, shifts = np.zeros(out_c, np.int32), np.zeros(out_c, np.int32)
-        if kind != "float32":
-            check_quantization(node, inp, flt, out, out_c)
-            mults, shifts = conv_multipliers(inp, flt, out, out_c)
-            self.act_min, self.act_max = quantized_activation_range(node, o.fused_activation_function, out)
-            self.in_zp, self.out_zp = inp.zero_point, out.zero_point
-        else:
-            self.fact_min, self.fact_max = float_activation_range(o.fused_activation_function)
-        self.mults = node.persistent(mults)
-        self.shifts = node.persistent(shifts)
-        self.requant = Requant(mults, shifts)
+        self.prepare_channels(node, inp, flt, out, out_c)
 
         self.constant = flt.is_constant and (bias is None or bias.is_constant)
         if self.constant:
@@ -117,12 +83,7 @@ class DepthwiseConv2D(Kernel):
         out = node.output(0)
         win: Window = self.win
         offset = self.in_zp if self.kind == "int8" else 0
-        if self.pad is not None and self.pad.buf.dtype == self.ftype:
-            src = self.pad.load(x, offset)
-        else:
-            src = np.subtract(x, offset, dtype=self.ftype)
-            if win.padded:
-                src = np.pad(src, ((0, 0), (win.pad_top, win.pad_bottom), (win.pad_left, win.pad_right), (0, 0)))
+        src = self.padded_source(x, offset, self.ftype)
         shape = (x.shape[0], win.out_h, win.out_w, self.in_c) + ((self.mult,) if self.mult > 1 else ())
         if self.kind == "float32":
             total = float_kernel(lambda exact: self._float_total(src, shape, exact)).reshape(out.shape)
@@ -136,15 +97,7 @@ class DepthwiseConv2D(Kernel):
             total += prod
         total = total.reshape(out.shape)
         acc = total.astype(np.int64) if total.dtype != np.int64 else total
-        if self.bias is not None:
-            acc += self.bias
-        if self.kind == "int8":
-            y = self.requant(wrap_int32(acc) if self.need_wrap else acc)
-            y += self.out_zp
-        else:
-            y = requant64(acc, self.mults.astype(np.int64), self.shifts.astype(np.int64))
-        np.clip(y, self.act_min, self.act_max, out=y)
-        out[...] = y
+        out[...] = self.output_stage(acc, self.bias, self.kind == "int8", self.kind == "int8")
 
     def _float_total(self, src: np.ndarray, shape: tuple[int, ...], exact: bool) -> np.ndarray:
         """TFLM's float32 sum over the taps in its order (filter_y, filter_x), then the bias."""

@@ -69,12 +69,9 @@ class Div(Kernel):
     reads_input_first = True  # computes the whole result before writing
 
     def prepare(self, node: Node) -> None:
-        (a, b), out = ew.operands(node, 2)
-        ew.same_types(node, [a, b, out], ["input 1", "input 2", "the output"])
-        ew.check_broadcast(node, [a, b], out)
-        act = ew.activation(node)
+        a, b, out = ew.binary_operands(node)
         if out.dtype == np.int8:
-            ew.require_quantized(node, [a, b, out], ["input 1", "input 2", "the output"])
+            ew.require_quantized(node, [a, b, out], ew.BINARY)
             s1, s2, so = np.float32(a.scale), np.float32(b.scale), np.float32(out.scale)
             self.multiplier, self.shift = quantize_multiplier(float(s1 / (s2 * so)))
             # TFLM's final shift must stay a right shift: output shift + 1 (a zero divisor's reciprocal shift
@@ -84,11 +81,7 @@ class Div(Kernel):
                 raise node.fail(f"the output multiplier {float(s1 / (s2 * so))!r} is too large: TFLM's int8 DIV would "
                                 "shift by a negative amount (undefined behaviour)")
             self.zp1, self.zp2, self.zp_out = a.zero_point, b.zero_point, out.zero_point
-            self.lo, self.hi = ew.quantized_activation_range(act, out)
-        elif out.dtype == np.float32:
-            self.lo, self.hi = ew.float_activation_range(act)
-        else:
-            self.lo, self.hi = ew.int_activation_range(act, out.dtype)
+        self.lo, self.hi = ew.activation_range(node, out)
 
     def invoke(self, node: Node) -> None:
         x1, x2 = ew.broadcast_inputs(node, 2)

@@ -11,6 +11,8 @@ import numpy as np
 
 from micronn.ir import Tensor
 from micronn.kernels._conv_util import (
+    CONV_TYPES,
+    ConvLike,
     FloatSum,
     Requant,
     clamp_float,
@@ -20,16 +22,8 @@ from micronn.kernels._conv_util import (
     float_activation_range,
     float_kernel,
     quantized_activation_range,
-    requant64,
 )
-from micronn.kernels.base import Kernel, Node, register
-from micronn.quant import wrap_int32
-
-_TYPES = {  # input dtype -> (filter dtype, allowed bias dtypes)
-    "float32": ("float32", {"float32"}),
-    "int8": ("int8", {"int32"}),
-    "int16": ("int8", {"int64"}),
-}
+from micronn.kernels.base import Node, register
 
 
 def _check_bias_scale(node: Node, inp: Tensor, flt: Tensor, bias: Tensor | None, out: Tensor) -> None:
@@ -45,23 +39,12 @@ def _check_bias_scale(node: Node, inp: Tensor, flt: Tensor, bias: Tensor | None,
 
 
 @register
-class FullyConnected(Kernel):
+class FullyConnected(ConvLike):
     op = "FULLY_CONNECTED"
-    dtypes = frozenset({"float32", "int8", "int16"})
 
     def prepare(self, node: Node) -> None:
-        if len(node.inputs) < 2 or len(node.outputs) != 1 or node.inputs[0] is None or node.inputs[1] is None:
-            raise node.fail("needs input, weights, optional bias and one output")
-        inp, flt, out = node.inputs[0], node.inputs[1], node.outputs[0]
-        bias = node.inputs[2] if len(node.inputs) > 2 else None
+        inp, flt, bias, out = self.operands(node, CONV_TYPES, "weights", "fully connected needs {} weights")
         kind = inp.dtype.name
-        if kind not in _TYPES or out.dtype != inp.dtype:
-            raise node.fail(f"unsupported input/output types {inp.dtype.name}/{out.dtype.name}")
-        want_filter, want_bias = _TYPES[kind]
-        if flt.dtype.name != want_filter:
-            raise node.fail(f"{kind} fully connected needs {want_filter} weights (hybrid models are not supported)")
-        if bias is not None and bias.dtype.name not in want_bias:
-            raise node.fail(f"bias type {bias.dtype.name} is not supported with {kind} inputs")
         o = node.options
         if o.weights_format != 0:
             raise node.fail("only the default weights format is supported")
@@ -130,15 +113,7 @@ class FullyConnected(Kernel):
             out[...] = clamp_float(total, self.fact_min, self.fact_max).reshape(out.shape)
             return
         acc = exact_matmul(np.subtract(x, self.in_zp, dtype=self.ftype), self.wt)
-        if self.bias is not None:
-            acc += self.bias
-        if self.kind == "int8":
-            y = self.requant(wrap_int32(acc) if self.need_wrap else acc)
-        else:
-            y = requant64(acc, self.mult64, self.shift64)
-        y += self.out_zp
-        np.clip(y, self.act_min, self.act_max, out=y)
-        out[...] = y.reshape(out.shape)
+        out[...] = self.output_stage(acc, self.bias, self.kind == "int8", True).reshape(out.shape)
 
     def _float_total(self, x: np.ndarray, exact: bool) -> np.ndarray:
         """TFLM's float32 sum over the depth in order, then the bias."""

@@ -8,25 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from micronn.kernels import _elementwise as ew
-from micronn.kernels.base import Kernel, Node, register
+from micronn.kernels.base import register
 
 
 @register
-class LogicalAnd(Kernel):
+class LogicalAnd(ew.Binary):
     op = "LOGICAL_AND"
     dtypes = frozenset({"bool"})
-    reads_input_first = True  # computes the whole result before writing
-
-    def prepare(self, node: Node) -> None:
-        (a, b), out = ew.operands(node, 2)
-        ew.same_types(node, [a, b, out], ["input 1", "input 2", "the output"])
-        ew.check_broadcast(node, [a, b], out)
-
-    @staticmethod
-    def combine(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
-        return np.logical_and(x1, x2)
-
-    def invoke(self, node: Node) -> None:
-        x1, x2 = ew.broadcast_inputs(node, 2)
-        out = node.output(0)
-        out[...] = self.combine(x1, x2).reshape(out.shape)
+    apply = staticmethod(np.logical_and)

@@ -9,27 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 from micronn.kernels import _elementwise as ew
-from micronn.kernels.base import Kernel, Node, register
+from micronn.kernels.base import register
 
 
 @register
-class Maximum(Kernel):
+class Maximum(ew.Binary):
     """TFLM MAXIMUM for float32, int8, int16, int32 and int64."""
 
     op = "MAXIMUM"
     dtypes = frozenset({"float32", "int8", "int16", "int32", "int64"})
-    reads_input_first = True  # computes the whole result before writing
-
-    def prepare(self, node: Node) -> None:
-        (a, b), out = ew.operands(node, 2)
-        ew.same_types(node, [a, b, out], ["input 1", "input 2", "the output"])
-        ew.check_broadcast(node, [a, b], out)
 
     @staticmethod
-    def pick(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    def apply(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
         return np.where(x1 > x2, x1, x2)
-
-    def invoke(self, node: Node) -> None:
-        x1, x2 = ew.broadcast_inputs(node, 2)
-        out = node.output(0)
-        out[...] = self.pick(x1, x2).reshape(out.shape)

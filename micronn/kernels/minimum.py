@@ -16,8 +16,7 @@ class Minimum(Maximum):
     """TFLM MINIMUM for float32, int8, int16, int32 and int64."""
 
     op = "MINIMUM"
-    reads_input_first = True  # computes the whole result before writing
 
     @staticmethod
-    def pick(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    def apply(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
         return np.where(x1 < x2, x1, x2)

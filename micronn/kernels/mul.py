@@ -24,23 +24,16 @@ class Mul(Kernel):
     reads_input_first = True  # computes the whole result before writing
 
     def prepare(self, node: Node) -> None:
-        (a, b), out = ew.operands(node, 2)
-        ew.same_types(node, [a, b, out], ["input 1", "input 2", "the output"])
-        ew.check_broadcast(node, [a, b], out)
-        act = ew.activation(node)
+        a, b, out = ew.binary_operands(node)
         self.quantized = out.dtype in (np.int8, np.int16)
         if self.quantized:
-            ew.require_quantized(node, [a, b, out], ["input 1", "input 2", "the output"])
+            ew.require_quantized(node, [a, b, out], ew.BINARY)
             if out.dtype == np.int16 and any(t.zero_point != 0 for t in (a, b, out)):
                 raise node.fail("int16 MUL needs zero points of 0 on both inputs and the output (TFLM checks)")
             real = float(np.float32(a.scale)) * float(np.float32(b.scale)) / float(np.float32(out.scale))
             self.multiplier, self.shift = quantize_multiplier(real)
             self.zp1, self.zp2, self.zp_out = a.zero_point, b.zero_point, out.zero_point
-            self.lo, self.hi = ew.quantized_activation_range(act, out)
-        elif out.dtype == np.float32:
-            self.lo, self.hi = ew.float_activation_range(act)
-        else:
-            self.lo, self.hi = ew.int_activation_range(act, out.dtype)
+        self.lo, self.hi = ew.activation_range(node, out)
 
     def invoke(self, node: Node) -> None:
         x1, x2 = ew.broadcast_inputs(node, 2)

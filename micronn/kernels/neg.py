@@ -8,18 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from micronn.kernels import _unary as un
-from micronn.kernels.base import Kernel, Node, register
+from micronn.kernels.base import register
 
 
 @register
-class Neg(Kernel):
+class Neg(un.FloatUnary):
     op = "NEG"
-    dtypes = frozenset({"float32"})
-    reads_input_first = True
-
-    def prepare(self, node: Node) -> None:
-        un.unary_operands(node)
-
-    def invoke(self, node: Node) -> None:
-        out = node.output(0)
-        out[...] = np.negative(node.input(0)).reshape(out.shape)
+    apply = staticmethod(np.negative)

@@ -27,10 +27,7 @@ class Relu(Kernel):
         self.quantized = inp.dtype != np.float32
         if not self.quantized:
             return
-        in_scale, self.in_zp = un.per_tensor_params(inp)
-        out_scale, self.out_zp = un.per_tensor_params(out)
-        if inp.dtype == np.int16 and (self.in_zp != 0 or self.out_zp != 0):
-            raise node.fail(f"int16 RELU needs zero points of 0, got {self.in_zp} (input) and {self.out_zp} (output)")
+        in_scale, self.in_zp, out_scale, self.out_zp = un.quantized_params(node, inp, out, affine=False)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.multiplier, self.shift = un.quantize_multiplier_x86(un.ratio(in_scale, out_scale))
             zero = float_to_int32_x86(tflite_round(np.float32(0.0) / out_scale).astype(np.float32))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from micronn.kernels._spatial import check_output_shape, check_same_type, constant_int32, one_in_one_out
+from micronn.kernels._spatial import resize_operands
 from micronn.kernels.base import Kernel, Node, register
 
 DTYPES = ("float32", "int8")
@@ -69,17 +69,10 @@ class ResizeBilinear(Kernel):
     dtypes = frozenset(DTYPES)
 
     def prepare(self, node: Node) -> None:
-        inp, out = one_in_one_out(node, 2)
-        check_same_type(node, inp, out, DTYPES)
-        if len(inp.shape) != 4:
-            raise node.fail(f"input must be 4-D (NHWC), got shape {inp.shape}")
+        inp, out, out_h, out_w = resize_operands(node, DTYPES, at_least=True)
         o = node.options
         if o.align_corners and o.half_pixel_centers:
             raise node.fail("align_corners and half_pixel_centers cannot both be set")
-        out_h, out_w = (int(v) for v in constant_int32(node, 1, "size", (2,), at_least=True))
-        if out_h < 1 or out_w < 1:
-            raise node.fail(f"size must be positive, got {out_h}x{out_w}")
-        check_output_shape(node, out, (inp.shape[0], out_h, out_w, inp.shape[3]))
         self.is_float = inp.dtype == np.float32
         positions = float_positions if self.is_float else integer_positions
         in_h, in_w = inp.shape[1:3]

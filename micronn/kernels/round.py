@@ -17,7 +17,6 @@ from micronn.kernels.floor import Floor
 @register
 class Round(Floor):
     op = "ROUND"
-    reads_input_first = True  # computes the whole result before writing
     same_shape = True
 
     @staticmethod

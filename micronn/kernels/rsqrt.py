@@ -30,13 +30,7 @@ class Rsqrt(Kernel):
         self.quantized = inp.dtype != np.float32
         if not self.quantized:
             return
-        for t, name in ((inp, "input"), (out, "output")):
-            if not un.has_affine_quantization(t):
-                raise node.fail(f"the {inp.dtype.name} {name} needs affine quantization parameters")
-        in_scale, self.in_zp = un.per_tensor_params(inp)
-        out_scale, self.out_zp = un.per_tensor_params(out)
-        if inp.dtype == np.int16 and (self.in_zp != 0 or self.out_zp != 0):
-            raise node.fail(f"int16 RSQRT needs zero points of 0, got {self.in_zp} (input) and {self.out_zp} (output)")
+        in_scale, self.in_zp, out_scale, self.out_zp = un.quantized_params(node, inp, out)
         self.lo, self.hi = dtype_range(out.dtype)
         real = un.ratio(1.0, np.sqrt(np.float64(in_scale)) * np.float64(out_scale))  # in double, like TFLM
         self.multiplier, self.shift = un.quantize_multiplier_x86(real)

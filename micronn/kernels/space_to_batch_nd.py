@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from micronn.errors import InvokeError
-from micronn.kernels._spatial import BlockParams, as_4d, check_same_type, one_in_one_out
-from micronn.kernels.base import Kernel, Node, register
-
-DTYPES = ("float32", "int8")
+from micronn.kernels._spatial import BlockKernel
+from micronn.kernels.base import Node, register
 
 
 def sources(in_shape: tuple[int, ...], out_shape: tuple[int, ...], block_h: int, block_w: int, pad_top: int,
@@ -34,34 +31,18 @@ def sources(in_shape: tuple[int, ...], out_shape: tuple[int, ...], block_h: int,
 
 
 @register
-class SpaceToBatchNd(Kernel):
+class SpaceToBatchNd(BlockKernel):
     """TFLM SPACE_TO_BATCH_ND; the block shape and paddings may change at run time, as in TFLM."""
 
     op = "SPACE_TO_BATCH_ND"
-    dtypes = frozenset(DTYPES)
+    pads_name = "paddings"
 
-    def prepare(self, node: Node) -> None:
-        inp, out = one_in_one_out(node, 3)
-        check_same_type(node, inp, out, DTYPES)
-        self.params = BlockParams(node, "paddings")
-        self.in4, self.out4 = as_4d(inp.shape), as_4d(out.shape)
-        self.cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
-        if self.params.constant:
-            self._mapping(node, prepare=True)
-
-    def _mapping(self, node: Node, prepare: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        key = self.params.values(node)
-        if key not in self.cache:
-            block_h, block_w = key[:2]
-            if block_h < 1 or block_w < 1:
-                msg = f"block shape must be positive, got {block_h}x{block_w}"
-                raise node.fail(msg) if prepare else InvokeError(f"operator {node.index} (SPACE_TO_BATCH_ND): {msg}")
-            src = sources(self.in4, self.out4, *key)
-            self.cache[key] = (np.maximum(src, 0), src < 0)
-        return self.cache[key]
+    def build(self, node: Node, key: tuple[int, int, int, int]) -> tuple[tuple[np.ndarray, np.ndarray], None]:
+        src = sources(self.in4, self.out4, *key)
+        return (np.maximum(src, 0), src < 0), None
 
     def invoke(self, node: Node) -> None:
-        src, pad = self._mapping(node)
+        src, pad = self.mapping(node)
         depth = self.in4[3]
         out = node.output(0).reshape(-1, depth)
         np.take(node.input(0).reshape(-1, depth), src, axis=0, out=out)

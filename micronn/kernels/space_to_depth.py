@@ -7,10 +7,8 @@ computes the output shape itself, and micronn requires the model's output shape 
 
 from __future__ import annotations
 
-from micronn.kernels._spatial import check_output_shape, check_same_type, one_in_one_out
+from micronn.kernels._spatial import BLOCK_DTYPES, block_size_operands, check_output_shape
 from micronn.kernels.base import Kernel, Node, register
-
-DTYPES = ("float32", "int8")
 
 
 @register
@@ -18,16 +16,10 @@ class SpaceToDepth(Kernel):
     """TFLM SPACE_TO_DEPTH for float32 and int8 4-D tensors."""
 
     op = "SPACE_TO_DEPTH"
-    dtypes = frozenset(DTYPES)
+    dtypes = frozenset(BLOCK_DTYPES)
 
     def prepare(self, node: Node) -> None:
-        inp, out = one_in_one_out(node, 1)
-        if len(inp.shape) != 4:
-            raise node.fail(f"input must be 4-D (NHWC), got shape {inp.shape}")
-        check_same_type(node, inp, out, DTYPES)
-        bs = node.options.block_size
-        if bs < 1:
-            raise node.fail(f"block_size must be positive, got {bs}")
+        inp, out, bs = block_size_operands(node)
         n, h, w, c = inp.shape
         if h % bs or w % bs:
             raise node.fail(f"input height and width {h}x{w} are not multiples of block_size {bs}")

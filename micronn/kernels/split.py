@@ -51,10 +51,11 @@ class Split(Kernel):
 
     op = "SPLIT"
     dtypes = frozenset({"float32", "int8", "int16", "int32"})
+    data = 1  # the input holding the data (SPLIT_V: 0)
 
     def dtype_key(self, node: Node) -> str:
-        t = node.inputs[1] if len(node.inputs) > 1 and node.inputs[1] is not None else node.outputs[0]
-        return t.dtype.name
+        t = node.inputs[self.data] if len(node.inputs) > self.data else None
+        return (t if t is not None else node.outputs[0]).dtype.name
 
     def prepare(self, node: Node) -> None:
         if len(node.inputs) != 2 or any(t is None for t in node.inputs) or not node.outputs:
@@ -68,5 +69,5 @@ class Split(Kernel):
         self.points = check_parts(node, inp, self.axis)
 
     def invoke(self, node: Node) -> None:
-        for i, part in enumerate(np.split(node.input(1), self.points, axis=self.axis)):
+        for i, part in enumerate(np.split(node.input(self.data), self.points, axis=self.axis)):
             node.output(i)[...] = part

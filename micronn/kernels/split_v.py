@@ -6,18 +6,16 @@ shape gives its extent along the axis. micronn checks those extents tile the inp
 
 from __future__ import annotations
 
-import numpy as np
-
-from micronn.kernels.base import Kernel, Node, register
-from micronn.kernels.split import check_parts, split_axis
+from micronn.kernels.base import Node, register
+from micronn.kernels.split import Split, check_parts, split_axis
 
 
 @register
-class SplitV(Kernel):
+class SplitV(Split):
     """TFLM SPLIT_V for float32, int8, int16 and int32."""
 
     op = "SPLIT_V"
-    dtypes = frozenset({"float32", "int8", "int16", "int32"})
+    data = 0
 
     def prepare(self, node: Node) -> None:
         if len(node.inputs) != 3 or node.inputs[0] is None or node.inputs[2] is None or not node.outputs:
@@ -25,7 +23,3 @@ class SplitV(Kernel):
         inp = node.inputs[0]
         self.axis = split_axis(node, 2, len(inp.shape))
         self.points = check_parts(node, inp, self.axis)
-
-    def invoke(self, node: Node) -> None:
-        for i, part in enumerate(np.split(node.input(0), self.points, axis=self.axis)):
-            node.output(i)[...] = part

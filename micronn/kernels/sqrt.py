@@ -8,19 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from micronn.kernels import _unary as un
-from micronn.kernels.base import Kernel, Node, register
+from micronn.kernels.base import register
 
 
 @register
-class Sqrt(Kernel):
+class Sqrt(un.FloatUnary):
     op = "SQRT"
-    dtypes = frozenset({"float32"})
-    reads_input_first = True
-
-    def prepare(self, node: Node) -> None:
-        un.unary_operands(node)
-
-    def invoke(self, node: Node) -> None:
-        out = node.output(0)
-        with np.errstate(all="ignore"):
-            out[...] = np.sqrt(node.input(0)).reshape(out.shape)
+    apply = staticmethod(np.sqrt)

@@ -27,13 +27,11 @@ class SquaredDifference(Kernel):
     reads_input_first = True  # computes the whole result before writing
 
     def prepare(self, node: Node) -> None:
-        (a, b), out = ew.operands(node, 2)
-        ew.same_types(node, [a, b, out], ["input 1", "input 2", "the output"])
-        ew.check_broadcast(node, [a, b], out)
+        a, b, out = ew.binary_operands(node)
         self.quantized = out.dtype in (np.int8, np.int16)
         if not self.quantized:
             return
-        ew.require_quantized(node, [a, b, out], ["input 1", "input 2", "the output"])
+        ew.require_quantized(node, [a, b, out], ew.BINARY)
         if out.dtype == np.int16 and any(t.zero_point != 0 for t in (a, b, out)):
             raise node.fail("int16 SQUARED_DIFFERENCE needs zero points of 0 (TFLM checks)")
         self.left_shift = LEFT_SHIFT[out.dtype.name]

@@ -16,6 +16,5 @@ class Sub(Add):
     """TFLM SUB for float32, int8, int16 and int32."""
 
     op = "SUB"
-    reads_input_first = True  # computes the whole result before writing
     subtract = True
     int_activation = True
