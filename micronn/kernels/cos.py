@@ -1,0 +1,12 @@
+"""COS of a float32 tensor, like TFLM's reference kernel: C's ``cosf`` bit for bit. TFLM has no integer COS."""
+
+from __future__ import annotations
+
+from micronn.kernels import _extra
+from micronn.kernels.base import register
+
+
+@register
+class Cos(_extra.FloatFunction):
+    op = "COS"
+    function = staticmethod(_extra.cosf)
