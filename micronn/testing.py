@@ -235,20 +235,10 @@ def _as_ir(model: bytes | bytearray | memoryview | ir.Model) -> ir.Model:
 
 
 def random_inputs(model: bytes | bytearray | memoryview | ir.Model, seed: int = 0) -> list[np.ndarray]:
-    """Random values for every input of the main subgraph: the full range of integer types, [-1, 1] for floats."""
-    rng = np.random.default_rng(seed)
-    sg = _as_ir(model).main
-    out = []
-    for i in sg.inputs:
-        t = sg.tensors[i]
-        if t.dtype == np.bool_:
-            out.append(rng.integers(0, 2, size=t.shape).astype(np.bool_))
-        elif np.issubdtype(t.dtype, np.integer):
-            info = np.iinfo(t.dtype)
-            out.append(rng.integers(info.min, info.max, size=t.shape, dtype=t.dtype, endpoint=True))
-        else:
-            out.append(rng.uniform(-1.0, 1.0, size=t.shape).astype(t.dtype))
-    return out
+    """Random values for every input of the main subgraph: the full range of integer types, [-1, 1) for floats."""
+    from micronn.tools import random_inputs as from_ir
+
+    return from_ir(_as_ir(model), seed)
 
 
 # ---- running TFLM ---------------------------------------------------------------------------------------------

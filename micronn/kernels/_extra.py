@@ -11,7 +11,7 @@ FLOOR_MOD, REDUCE_ALL and REVERSE_V2. Not a kernel module: it registers nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,7 +23,6 @@ from micronn.kernels.base import Kernel, Node
 
 __all__ = [
     "FloatBinary",
-    "FloatFunction",
     "cosf",
     "element_count",
     "invoke_error",
@@ -56,25 +55,6 @@ def refuse_zero_size(node: Node, tensors: Sequence[Tensor | None]) -> None:
     """Refuse zero-size operands up front: TFLM's allocator does not accept them."""
     if any(t is not None and element_count(t) == 0 for t in tensors):
         raise node.fail("zero-size tensors are not supported (TFLM's allocator refuses them)")
-
-
-class FloatFunction(Kernel):
-    """A float32 elementwise function applied over the input's elements (TFLM's ``EvalNumeric``).
-
-    TFLM checks only that input and output share their type and walks the input's element count, so the
-    output needs as many elements (TFLM does not check; micronn refuses anything else).
-    """
-
-    dtypes = frozenset({"float32"})
-    reads_input_first = True  # the whole result is computed before the output is written
-    function: Callable[[np.ndarray], np.ndarray]
-
-    def prepare(self, node: Node) -> None:
-        un.unary_operands(node)
-
-    def invoke(self, node: Node) -> None:
-        out = node.output(0)
-        out[...] = type(self).function(node.input(0)).reshape(out.shape)
 
 
 # BroadcastBinaryFunction4DSlow extends every shape to 4 dimensions; TFLM aborts on more.

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from micronn.kernels import _extra
+from micronn.kernels._unary import FloatUnary
 from micronn.kernels.base import register
 
 
 @register
-class Cos(_extra.FloatFunction):
+class Cos(FloatUnary):
     op = "COS"
-    function = staticmethod(_extra.cosf)
+    apply = staticmethod(_extra.cosf)

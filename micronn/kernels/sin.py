@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from micronn.kernels import _extra
+from micronn.kernels._unary import FloatUnary
 from micronn.kernels.base import register
 
 
 @register
-class Sin(_extra.FloatFunction):
+class Sin(FloatUnary):
     op = "SIN"
-    function = staticmethod(_extra.sinf)
+    apply = staticmethod(_extra.sinf)
