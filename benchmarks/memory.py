@@ -17,6 +17,7 @@ from pathlib import Path
 
 import micronn
 from micronn import Interpreter
+from micronn.footprint import tflm_footprint
 from micronn.planners import Sharing
 from micronn.testing import tflm_arena
 
@@ -35,10 +36,10 @@ def measure(path: Path) -> dict:
     configs = {
         "tflm": dict(planner="tflm"),
         "optimal": dict(planner="optimal", sharing=False),
-        "fold": dict(planner="optimal", sharing=Sharing(alias=False, inplace=False, overlap=False, fold_pad=True)),
-        "alias": dict(planner="optimal", sharing=Sharing(alias=True, inplace=False, overlap=False, fold_pad=False)),
-        "alias+inplace": dict(planner="optimal", sharing=Sharing(alias=True, inplace=True, overlap=False,
-                                                                 fold_pad=False)),
+        "fold": dict(planner="optimal", sharing=Sharing(False, False, False, fold_pad=True, compact_scratch=False)),
+        "scratch": dict(planner="optimal", sharing=Sharing(False, False, False, False, compact_scratch=True)),
+        "alias": dict(planner="optimal", sharing=Sharing(True, False, False, False, compact_scratch=False)),
+        "alias+inplace": dict(planner="optimal", sharing=Sharing(True, True, False, False, compact_scratch=False)),
         "all": dict(planner="optimal", sharing=True),
     }
     for name, kw in configs.items():
@@ -51,6 +52,8 @@ def measure(path: Path) -> dict:
         if name == "all":
             row["plan_s"] = time.perf_counter() - t0
             row["micronn_tail"] = it.tail
+    m_tail = tflm_footprint(data)["cortex_m"]["tail_bytes"]  # TFLM's tail on a 32-bit Cortex-M (upper bound)
+    row["m4_tflm_total"], row["m4_micronn_total"] = row["tflm_head"] + m_tail, row["all"] + m_tail
     row["saved_pct"] = 100 * (1 - row["all"] / row["tflm_head"]) if row["tflm_head"] else 0.0
     return row
 
@@ -69,8 +72,8 @@ def main() -> None:
     if a.json:
         print(json.dumps({"rows": rows, "skipped": dict(skipped)}, indent=1))
         return
-    cols = ["model", "tflm_head", "tflm_total", "lower_bound", "tflm", "optimal", "fold", "alias", "alias+inplace",
-            "all", "saved_pct", "plan_s"]
+    cols = ["model", "tflm_head", "tflm_total", "lower_bound", "tflm", "optimal", "fold", "scratch", "alias",
+            "alias+inplace", "all", "m4_tflm_total", "m4_micronn_total", "saved_pct", "plan_s"]
     print(" | ".join(cols))
     print(" | ".join("---" for _ in cols))
     for r in rows:
@@ -79,7 +82,10 @@ def main() -> None:
     for name, why in skipped:
         print(f"skipped {name}: {why}")
     print("\nheads in bytes; tflm = micronn with TFLM's planner (equals tflm_head); all = optimal planner with "
-          "aliasing, in-place and streaming overlap; saved_pct = all vs tflm_head")
+          "aliasing, in-place, streaming overlap, PAD folding and compact scratch; "
+          "scratch = compact kernel scratch alone; "
+          "m4_* = whole arena (kTensorArenaSize) on a 32-bit Cortex-M with TFLM's tail at 32-bit sizes "
+          "(micronn.footprint, upper bound); saved_pct = all vs tflm_head")
 
 
 if __name__ == "__main__":

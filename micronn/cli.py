@@ -98,7 +98,8 @@ def cmd_run(a: argparse.Namespace) -> Any:
 
 
 def cmd_plan(a: argparse.Namespace) -> Any:
-    sharing = Sharing(alias=not a.no_alias, inplace=not a.no_inplace, overlap=not a.no_overlap)
+    sharing = Sharing(alias=not a.no_alias, inplace=not a.no_inplace, overlap=not a.no_overlap,
+                      fold_pad=not a.no_fold_pad, compact_scratch=not a.no_compact_scratch)
     res = tools.plan(a.model, a.planner, False if a.no_sharing else sharing, offline_out=a.offline_out,
                      plot=a.plot, compare=a.compare)
     if a.json:
@@ -107,6 +108,10 @@ def cmd_plan(a: argparse.Namespace) -> Any:
             for b in sorted(res["buffers"], key=lambda b: (b["offset"], b["first"]))]
     print(_table(rows, ["offset", "size", "first", "last", "buffer"]))
     print(_memory_lines(res))
+    t = res["target"]
+    print(f"TFLM with this head: host (64-bit) tail {t['host']['tail_bytes']:,} B ({t['host']['how']}), total "
+          f"{t['host']['total_bytes']:,} B; 32-bit Cortex-M tail at most {t['cortex_m']['tail_bytes']:,} B, "
+          f"kTensorArenaSize {t['cortex_m']['total_bytes']:,} B")
     for g in res["shared_groups"]:
         print("share memory: " + ", ".join(f"t{t}" for t in g))
     if "offline" in res:
@@ -154,10 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     sp = add("plan", cmd_plan, "the arena plan: every buffer's offset, size and lifetime")
     sp.add_argument("model")
     sp.add_argument("--planner", default="optimal", help="optimal (default), tflm, linear")
-    sp.add_argument("--no-sharing", action="store_true", help="no aliasing, in-place or overlapping outputs")
+    sp.add_argument("--no-sharing", action="store_true", help="none of the options below")
     sp.add_argument("--no-alias", action="store_true")
     sp.add_argument("--no-inplace", action="store_true")
     sp.add_argument("--no-overlap", action="store_true")
+    sp.add_argument("--no-fold-pad", action="store_true", help="keep explicit PAD ops")
+    sp.add_argument("--no-compact-scratch", action="store_true", help="TFLM's scratch sizes (e.g. TRANSPOSE_CONV)")
     sp.add_argument("--offline-out", help="write the model with this plan as TFLM offline-plan metadata")
     sp.add_argument("--plot", help="draw the plan to a .png, .svg or .html file")
     sp.add_argument("--compare", help="draw this planner's plan beside it (e.g. tflm)")

@@ -48,6 +48,14 @@ class _Node(Node):
     def output(self, i: int) -> np.ndarray:
         return self._view(self.op.outputs[i], "output")
 
+    @property
+    def compact_scratch(self) -> bool:
+        return self.interp.sharing.compact_scratch
+
+    @property
+    def storage(self) -> Any:
+        return self.interp.storage
+
     def request_scratch(self, nbytes: int) -> int:
         if not self.preparing:
             raise self.fail("scratch can only be requested in prepare")
@@ -96,8 +104,10 @@ class Interpreter:
 
     def __init__(self, model: Model | Source, arena_size: int | None = None, resolver: OpResolver | None = None,
                  *, arena: bytearray | memoryview | np.ndarray | SharedArena | None = None,
-                 planner: str | planners.Planner = "optimal", sharing: bool | planners.Sharing = True):
+                 planner: str | planners.Planner = "optimal", sharing: bool | planners.Sharing = True,
+                 storage: Any = None):
         self.model = model if isinstance(model, Model) else read(model)
+        self._storage = storage  # where Spill/Fetch kernels keep spilled tensors (micronn.tinyseg.storage)
         self.resolver = resolver or OpResolver.all()
         self.planner = planners.get(planner)
         if sharing is True:
@@ -117,6 +127,16 @@ class Interpreter:
         self.profiling = False
         self.op_times_ns: list[int] = []
         self._resolve()
+
+    @property
+    def storage(self) -> Any:
+        """The ``micronn.tinyseg.storage.Storage`` spilled tensors go to: ``storage=`` or host RAM, made when first
+        used."""
+        if self._storage is None:
+            from micronn.tinyseg.storage import MemoryStorage
+
+            self._storage = MemoryStorage()
+        return self._storage
 
     # -- constructors in the tflite_micro runtime's style (they allocate at once) --------------
     @classmethod

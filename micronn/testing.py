@@ -320,6 +320,21 @@ def run_tflm(model_bytes: bytes, inputs: Sequence[np.ndarray], arena_size: int |
 _ALLOCATION = re.compile(r"Arena allocation (total|head|tail) (\d+) bytes")
 
 
+_CATEGORY = re.compile(r"'([^']+)' used (\d+) bytes with alignment overhead \(requested (\d+) bytes for (\d+)")
+
+
+def tflm_allocations(model_bytes: bytes, arena_size: int | None = None) -> dict[str, Any]:
+    """:func:`tflm_arena`'s figures plus TFLM's tail by category: ``{name: (used, requested, count)}``."""
+    tflm = _Tflm(model_bytes, arena_size)
+    tflm.run(random_inputs(model_bytes))
+    text = tflm.allocations()
+    found: dict[str, Any] = {k: int(v) for k, v in _ALLOCATION.findall(text)}
+    if set(found) != {"total", "head", "tail"}:
+        raise TflmError(f"could not parse TFLM's print_allocations() output:\n{text}")
+    found["categories"] = {k: (int(u), int(r), int(n)) for k, u, r, n in _CATEGORY.findall(text)}
+    return found
+
+
 def tflm_arena(model_bytes: bytes, arena_size: int | None = None) -> dict[str, int]:
     """TFLM's arena use after one invoke on random inputs, as its ``print_allocations()`` reports it.
 
@@ -328,13 +343,8 @@ def tflm_arena(model_bytes: bytes, arena_size: int | None = None) -> dict[str, i
     that are gone by the time it reports (hello_world: total 1,504, smallest arena 1,936): see
     :func:`tflm_min_arena` for that figure.
     """
-    tflm = _Tflm(model_bytes, arena_size)
-    tflm.run(random_inputs(model_bytes))
-    text = tflm.allocations()
-    found = {k: int(v) for k, v in _ALLOCATION.findall(text)}
-    if set(found) != {"total", "head", "tail"}:
-        raise TflmError(f"could not parse TFLM's print_allocations() output:\n{text}")
-    return found
+    found = tflm_allocations(model_bytes, arena_size)
+    return {k: found[k] for k in ("total", "head", "tail")}
 
 
 # Runs one TFLM attempt: exit status 0 when the interpreter is created and invoked in the given arena.

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from micronn.footprint import tflm_footprint
 from micronn.interpreter import Interpreter
 from micronn.ir import Model
 from micronn.planners import Sharing
@@ -70,7 +71,8 @@ def info(model: Model | Source) -> dict[str, Any]:
 
 def plan(model: Model | Source, planner: str = "optimal", sharing: bool | Sharing = True, *,
          offline_out: str | None = None, plot: str | None = None, compare: str | None = None) -> dict[str, Any]:
-    """The arena plan of ``planner``: head/tail/total, lower bound and every buffer's offset and lifetime.
+    """The arena plan of ``planner``: head/tail/total, lower bound and every buffer's offset and lifetime,
+    and (``target``) the whole arena TFLM needs with this head on the host and on a 32-bit Cortex-M.
 
     ``offline_out`` writes the model with the plan as TFLM offline-plan metadata (plans without memory
     sharing only: TFLM places each tensor at its own offset) and reports the head TFLM will plan for it;
@@ -79,11 +81,14 @@ def plan(model: Model | Source, planner: str = "optimal", sharing: bool | Sharin
     m = _model(model)
     it = Interpreter(m, planner=planner, sharing=sharing)
     report = it.arena_report()
+    # the arena to give TFLM running this plan (offline), on the host wheel and on a 32-bit Cortex-M
+    report["target"] = tflm_footprint(m, head=report["head_bytes"])
     if offline_out is not None:
-        if it.shared_groups:
+        if it.sharing != Sharing.none():  # TFLM runs its own kernels on the file as written
             it = Interpreter(m, planner=planner, sharing=False)
             it.allocate_tensors()
-            report["offline_plan_note"] = "memory sharing cannot be expressed offline; wrote the unshared plan"
+            report["offline_plan_note"] = ("TFLM runs the model as written with its own kernels' scratch: wrote the "
+                                           "plan without memory sharing, PAD folding or compact scratch")
         out = with_offline_plan(m, it.plan)
         save(out, offline_out)
         tflm = Interpreter(out, planner="tflm")

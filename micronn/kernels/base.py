@@ -52,6 +52,12 @@ class Node:
         """Prepare only: copy ``array`` into the arena's persistent tail; returns the view to keep."""
         raise NotImplementedError
 
+    @property
+    def compact_scratch(self) -> bool:
+        """True when the kernel may request less scratch than TFLM's reference kernel (same output bytes);
+        False when the plan must reproduce TFLM's arena exactly."""
+        return False
+
     def fail(self, msg: str) -> PrepareError:
         """An error naming this operator, for kernels to raise from prepare."""
         return PrepareError(f"operator {self.index} ({self.op.op}): {msg}")

@@ -5,9 +5,12 @@ output's static shape decides everything (also when a model computes ``output_sh
 through SHAPE -> STRIDED_SLICE -> PACK). Weights are ``[out_channels, kh, kw, in_channels]``.
 
 Every input pixel scatters ``input * weights`` into the output window it touches. The integer paths
-accumulate in an arena scratch buffer TFLM requests in prepare (int32 for int8, int64 for 16x8), then
-add the bias and requantize per output channel. The float path accumulates straight into the output,
-in TFLM's loop order (input row, input column, input channel), which float rounding makes observable.
+accumulate in an arena scratch buffer (int32 for int8, int64 for 16x8), then add the bias and requantize
+per output channel. TFLM's scratch holds the whole output, which makes it the peak of U-Nets (tiny_unet:
+153,600 B beside a 38,400 B output). Unless the plan must be TFLM's (``node.compact_scratch``), micronn
+gathers one output row at a time instead (``band_rows`` = 1): the same integer sums in a row-sized scratch.
+The float path accumulates straight into the output, in TFLM's loop order (input row, input column,
+input channel), which float rounding makes observable.
 """
 
 from __future__ import annotations
@@ -137,11 +140,12 @@ class TransposeConv(Kernel):
         # TFLM allocates the per-channel multiplier/shift arrays for every type (persistent tail).
         mult = np.zeros(cout, np.int32)
         shift = np.zeros(cout, np.int32)
-        out_size = int(np.prod(out.shape))
+        self.band_rows = 1 if node.compact_scratch else out.shape[1]
+        band = out.shape[0] * self.band_rows * out.shape[2] * out.shape[3]
         if dt == np.int8:
-            self.scratch_id = node.request_scratch(out_size * 4)
+            self.scratch_id = node.request_scratch(band * 4)
         elif dt == np.int16:
-            self.scratch_id = node.request_scratch(out_size * 8)
+            self.scratch_id = node.request_scratch(band * 8)
 
         if dt != np.float32:
             self._check_quant(node, inp, weights, out, cout)
@@ -172,7 +176,12 @@ class TransposeConv(Kernel):
 
         pads = (transpose_conv_padding(opts.padding, opts.stride_h, out.shape[1], weights.shape[1]),
                 transpose_conv_padding(opts.padding, opts.stride_w, out.shape[2], weights.shape[2]))
-        self.taps = _taps(inp.shape[1:3], out.shape[1:3], (opts.stride_h, opts.stride_w), pads, weights.shape[1:3])
+        strides = (opts.stride_h, opts.stride_w)
+        self.taps = _taps(inp.shape[1:3], out.shape[1:3], strides, pads, weights.shape[1:3])
+        # the taps of each band of output rows [y0, y0 + band_rows), as if the band were the whole output
+        self.bands = [(y0, _taps(inp.shape[1:3], (min(self.band_rows, out.shape[1] - y0), out.shape[2]), strides,
+                                 (pads[0] + y0, pads[1]), weights.shape[1:3]))
+                      for y0 in range(0, out.shape[1], self.band_rows)]
 
     @staticmethod
     def _check_quant(node: Node, inp: Tensor, weights: Tensor, out: Tensor, cout: int) -> None:
@@ -218,28 +227,28 @@ class TransposeConv(Kernel):
             x += self.input_offset
         w = node.input(1).astype(np.float64)
         out = node.output(0)
-        acc = np.zeros(out.shape, np.int64)
-        for tap in self.taps:
-            # float64 products and channel sums are exact here (|sum| < 2**53), so this is integer math.
-            part = x[:, tap.src[0], tap.src[1], :] @ w[:, tap.fy, tap.fx, :].T
-            acc[:, tap.dst[0], tap.dst[1], :] += part.astype(np.int64)
-        if self.dtype == np.int8:
-            scratch = node.scratch(self.scratch_id, np.int32, out.shape)
-            scratch[...] = wrap_int32(acc)  # TFLM's int32 scratch wraps on overflow
+        n, _, ow, cout = out.shape
+        acc_t = np.int32 if self.dtype == np.int8 else np.int64
+        mult, shift = self.mult.astype(np.int64), self.shift.astype(np.int64)
+        bias = node.input(3).reshape(-1) if self.has_bias else None
+        if bias is not None and bias.dtype == np.int16:  # TFLM widens an int16 bias into its second scratch buffer
+            node.scratch(self.bias_scratch_id, np.int64, bias.shape)[...] = bias
+        for y0, taps in self.bands:
+            rows = min(self.band_rows, out.shape[1] - y0)
+            acc = np.zeros((n, rows, ow, cout), np.int64)
+            for tap in taps:
+                # float64 products and channel sums are exact here (|sum| < 2**53), so this is integer math.
+                part = x[:, tap.src[0], tap.src[1], :] @ w[:, tap.fy, tap.fx, :].T
+                acc[:, tap.dst[0], tap.dst[1], :] += part.astype(np.int64)
+            scratch = node.scratch(self.scratch_id, acc_t, (n, rows, ow, cout))
+            scratch[...] = wrap_int32(acc) if self.dtype == np.int8 else acc  # TFLM's int32 scratch wraps
             total = scratch.astype(np.int64)
-            if self.has_bias:
-                total = wrap_int32(total + node.input(3).reshape(-1).astype(np.int64))
-            res = multiply_by_quantized_multiplier(total, self.mult.astype(np.int64), self.shift.astype(np.int64))
-            res = res + self.output_offset
-        else:
-            scratch = node.scratch(self.scratch_id, np.int64, out.shape)
-            scratch[...] = acc
-            total = acc
-            if self.has_bias:
-                bias = node.input(3).reshape(-1)
-                if bias.dtype == np.int16:  # TFLM widens an int16 bias into its second scratch buffer
-                    node.scratch(self.bias_scratch_id, np.int64, bias.shape)[...] = bias
-                total = acc + bias.astype(np.int64)
-            res = wrap_int32(multiply_by_quantized_multiplier_64(total, self.mult.astype(np.int64),
-                                                                 self.shift.astype(np.int64)))
-        out[...] = np.clip(res, self.act_min, self.act_max)
+            if self.dtype == np.int8:
+                if bias is not None:
+                    total = wrap_int32(total + bias.astype(np.int64))
+                res = multiply_by_quantized_multiplier(total, mult, shift) + self.output_offset
+            else:
+                if bias is not None:
+                    total = total + bias.astype(np.int64)
+                res = wrap_int32(multiply_by_quantized_multiplier_64(total, mult, shift))
+            out[:, y0:y0 + rows] = np.clip(res, self.act_min, self.act_max)

@@ -49,10 +49,13 @@ class Sharing:
     inplace: bool = True
     overlap: bool = True
     fold_pad: bool = True  # fold explicit PADs into the convolution they feed (micronn.planners.fold)
+    # kernels may ask for less scratch than TFLM's reference kernels (same bytes out): TRANSPOSE_CONV accumulates
+    # one band of output rows at a time instead of holding an output-sized int32 buffer
+    compact_scratch: bool = True
 
     @classmethod
     def none(cls) -> Sharing:
-        return cls(False, False, False, False)
+        return cls(False, False, False, False, False)
 
     @property
     def any(self) -> bool:

@@ -10,6 +10,7 @@ import pytest
 from micronn import Interpreter
 from micronn.errors import PrepareError
 from micronn.kernels.transpose_conv import transpose_conv_padding
+from micronn.planners import Sharing
 from micronn.testing import T, assert_same_as_tflm, op_model, tflm_arena
 from micronn.tflite import schema
 
@@ -121,17 +122,17 @@ def test_transpose_conv_head_equals_tflm(case: dict) -> None:
     assert it.head == tflm_arena(model)["head"]
 
 
-def test_transpose_conv_scratch_sizes() -> None:
-    """int8 holds an int32 per output element, 16x8 an int64 (plus the bias widened to int64), float none."""
+@pytest.mark.parametrize("planner,elems", [("tflm", 1 * 6 * 8 * 2), ("optimal", 1 * 1 * 8 * 2)])
+def test_transpose_conv_scratch_sizes(planner: str, elems: int) -> None:
+    """TFLM: int8 holds an int32 per output element, 16x8 an int64 (plus the bias widened to int64), float none.
+    micronn's compact scratch holds one output row instead."""
     sizes = {}
     for key, kw in {"float32": {"kind": "float32"}, "int8": {"kind": "int8"}, "int16": {"kind": "int16"},
                     "int16b16": {"kind": "int16", "bias_dtype": "int16"}}.items():
-        it = Interpreter(tconv_model(**kw))
+        it = Interpreter(tconv_model(**kw), planner=planner)
         it.allocate_tensors()
         sizes[key] = [b["size"] for b in it.arena_report()["buffers"] if b["kind"] == "scratch"]
-    out_elems = 1 * 6 * 8 * 2
-    assert sizes == {"float32": [], "int8": [out_elems * 4], "int16": [out_elems * 8],
-                     "int16b16": [out_elems * 8, 2 * 8]}
+    assert sizes == {"float32": [], "int8": [elems * 4], "int16": [elems * 8], "int16b16": [elems * 8, 2 * 8]}
 
 
 @pytest.mark.parametrize("case", [
@@ -171,8 +172,12 @@ def test_tiny_unet(name: str, head: int) -> None:
     through SHAPE -> STRIDED_SLICE -> PACK); TFLM's head peaks at the last one, with its int32 scratch."""
     model = (MODELS / f"{name}.tflite").read_bytes()
     assert_same_as_tflm(model, seed=3, runs=2)
-    it = Interpreter(model)
+    it = Interpreter(model, planner="tflm")
     it.allocate_tensors()
     assert it.head == head
     scratch = [b["size"] for b in it.arena_report()["buffers"] if b["kind"] == "scratch"]
     assert 153_600 in scratch
+    compact = Interpreter(model, sharing=Sharing(False, False, False, False, compact_scratch=True))
+    compact.allocate_tensors()  # a row of int32 instead of the whole output: the peak moves elsewhere
+    assert max(b["size"] for b in compact.arena_report()["buffers"] if b["kind"] == "scratch") == 120 * 4 * 4
+    assert compact.head == 230_400  # now the last CONCATENATION: 76,800 + 38,400 in, 115,200 out
