@@ -137,3 +137,12 @@ def tflm_footprint(model: Any, head: int | None = None, measure: bool = True) ->
         "structure": s,
     }
 
+
+
+def tflm_tail(model: Any, bits: int = 64, measure: bool = True) -> int:
+    """TFLM's persistent tail in bytes for ``model``: the host wheel's (``bits=64``) or a Cortex-M build's (32,
+    upper bound). Measured with the wheel when it can run the model, else estimated."""
+    if bits not in (32, 64):
+        raise ValueError(f"bits must be 32 or 64, got {bits}")
+    f = tflm_footprint(model, measure=measure)
+    return f["host" if bits == 64 else "cortex_m"]["tail_bytes"]
