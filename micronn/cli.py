@@ -55,7 +55,7 @@ def cmd_demo(a: argparse.Namespace) -> Any:
 
 
 def cmd_info(a: argparse.Namespace) -> Any:
-    res = tools.info(a.model)
+    res = tools.info(a.model, cold_ranges=a.cold_ranges)
     if a.json:
         return res
     print(f"{a.model}: {res['operators']} operators, {len(res['tensors'])} tensors, "
@@ -65,6 +65,26 @@ def cmd_info(a: argparse.Namespace) -> Any:
         for t in res[kind]:
             print(f"{kind[:-1]}: {t['name']!r} {t['dtype']}{t['shape']}")
     print(_memory_lines(res["memory"]))
+    if a.cold_ranges:
+        rows = [[c["tensor"], c["start"], c["end"], c["length"], f"{c['bytes']:,}", c["name"][:60]]
+                for c in sorted(res["cold_ranges"], key=lambda c: -c["length"] * c["bytes"]) if c["length"] > 1]
+        print(_table(rows, ["tensor", "idle after op", "until op", "ops", "bytes", "name"]))
+    return None
+
+
+def cmd_optimize(a: argparse.Namespace) -> Any:
+    res = tools.optimize(a.model, a.output, a.target_bytes, a.storage, report=a.report, seed=a.seed)
+    if a.json:
+        return res
+    rows = [[s["name"], f"{s['head_bytes']:,}", f"{s['tail_bytes']:,}", f"{s['total_bytes']:,}", s["change"][:80]]
+            for s in res["steps"]]
+    print(_table(rows, ["step", "head", "tail", "total", "what changed"]))
+    b, f = res["before"]["total_bytes"], res["after"]["total_bytes"]
+    print(f"total arena {b:,} B -> {f:,} B (-{100 * (1 - f / b):.1f}%); outputs byte-identical on random inputs: "
+          f"{res['verified']}")
+    for key in ("path", "report"):
+        if res.get(key):
+            print(f"wrote {res[key]}")
     return None
 
 
@@ -78,11 +98,14 @@ def _load_inputs(paths: list[str] | None) -> list[np.ndarray] | None:
 
 
 def cmd_run(a: argparse.Namespace) -> Any:
-    res = tools.run(a.model, _load_inputs(a.input), seed=a.seed, arena_size=a.arena_size, profile=a.profile)
+    res = tools.run(a.model, _load_inputs(a.input), seed=a.seed, arena_size=a.arena_size, profile=a.profile,
+                    device=a.device)
     if a.output:
         np.savez(a.output, *res["outputs"])
     if a.json:
         return res
+    if a.device:
+        return _device_run(res, a.profile)
     for i, y in enumerate(res["outputs"]):
         print(f"output {i}: {y.dtype.name}{list(y.shape)} {np.array2string(y.ravel()[:16], separator=', ')}"
               + (" ..." if y.size > 16 else ""))
@@ -94,6 +117,28 @@ def cmd_run(a: argparse.Namespace) -> Any:
         print(f"kernels {p['kernel_ns'] / 1e3:,.1f} us, total {p['total_ns'] / 1e3:,.1f} us, "
               f"interpreter overhead {p['overhead_ns'] / 1e3:,.1f} us "
               f"({100 * p['overhead_ns'] / max(p['total_ns'], 1):.1f}%)")
+    return None
+
+
+def _device_run(res: dict[str, Any], profile: bool) -> None:
+    for i, y in enumerate(res["outputs"]):
+        print(f"output {i}: {y.dtype.name}{list(y.shape)} {np.array2string(y.ravel()[:16], separator=', ')}"
+              + (" ..." if y.size > 16 else ""))
+    n = res["instructions"]
+    print(f"{res['device']}: {res['tasks']} tasks, " + (f"{n:,} instructions, ~{res['cycles']:,.0f} cycles"
+                                                        if n is not None else "instructions not counted"))
+    if profile:
+        fmt = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
+        print(_table([[o["index"], o["op"], fmt(o["instructions"], ","), fmt(o["cycles"], ",.0f")]
+                      for o in res["ops"]], ["#", "op", "instructions", "cycles"]))
+
+
+def cmd_devices(a: argparse.Namespace) -> Any:
+    res = tools.devices()
+    if a.json:
+        return res
+    print(_table([[d["name"], d["cpu"] or "-", d["backend"], "yes" if d["available"] else f"no: {d['reason']}"]
+                  for d in res], ["device", "cpu", "backend", "available"]))
     return None
 
 
@@ -149,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--image", default="person", choices=["person", "no_person"])
     sp = add("info", cmd_info, "ops, tensors, sizes and memory summary of a model")
     sp.add_argument("model")
+    sp.add_argument("--cold-ranges", action="store_true", help="each tensor's longest idle stretch (TinySeg)")
     sp = add("run", cmd_run, "invoke a model once (random inputs unless --input is given)")
     sp.add_argument("model")
     sp.add_argument("--input", action="append", help="a .npy file per model input, in order")
@@ -156,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--arena-size", type=int)
     sp.add_argument("--profile", action="store_true", help="per-op times and interpreter overhead")
+    sp.add_argument("--device", help="run every op on a device: cortex-m4|cortex-m7|cortex-m33|cortex-m0|qemu-m4|host")
     sp = add("plan", cmd_plan, "the arena plan: every buffer's offset, size and lifetime")
     sp.add_argument("model")
     sp.add_argument("--planner", default="optimal", help="optimal (default), tflm, linear")
@@ -169,9 +216,20 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--plot", help="draw the plan to a .png, .svg or .html file")
     sp.add_argument("--compare", help="draw this planner's plan beside it (e.g. tflm)")
 
+    add("devices", cmd_devices, "device targets for run --device and whether each is available here")
     sp = add("reorder", cmd_reorder, "run operators in the order with the smallest peak memory")
     sp.add_argument("model")
     sp.add_argument("-o", "--output", help="write the reordered model here")
+
+    sp = add("optimize", cmd_optimize, "TinySeg: spill idle tensors and fuse their fetching to shrink the arena")
+    sp.add_argument("model")
+    sp.add_argument("-o", "--output", help="write the optimized model here")
+    sp.add_argument("--target-bytes", type=int,
+                    help="stop once head + tail is at most this (default: as low as it goes)")
+    sp.add_argument("--storage", default="memory", choices=["memory", "flash", "qspi", "file", "remote"],
+                    help="where spilled tensors go when checking the result (and whose latency breaks ties)")
+    sp.add_argument("--report", help="write an HTML report: steps, plans before/after, latency breakdown")
+    sp.add_argument("--seed", type=int, default=0)
 
     a = p.parse_args(argv)
     try:

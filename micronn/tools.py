@@ -43,8 +43,9 @@ def random_inputs(model: Model, seed: int = 0) -> list[np.ndarray]:
     return out
 
 
-def info(model: Model | Source) -> dict[str, Any]:
-    """Ops, tensors, sizes and a memory summary (TFLM plan and the live-set lower bound)."""
+def info(model: Model | Source, cold_ranges: bool = False) -> dict[str, Any]:
+    """Ops, tensors, sizes and a memory summary (TFLM plan and the live-set lower bound); with ``cold_ranges``, each
+    activation's longest idle stretch (TinySeg's Algorithm 2)."""
     m = _model(model)
     sg = m.main
     weights = sum(t.nbytes for sg_ in m.subgraphs for t in sg_.tensors if t.is_constant)
@@ -66,6 +67,11 @@ def info(model: Model | Source) -> dict[str, Any]:
         out["memory"]["tflm_head_bytes"] = Interpreter(m, planner="tflm").arena_report()["head_bytes"]
     except Exception as e:  # info must still describe models micronn cannot run
         out["memory"] = {"error": f"{type(e).__name__}: {e}"}
+    if cold_ranges:
+        from micronn.tinyseg.cold import cold_ranges as analyze
+
+        out["cold_ranges"] = [{"tensor": c.tensor, "name": sg.tensors[c.tensor].name, "start": c.start, "end": c.end,
+                               "last": c.last, "length": c.length, "bytes": c.nbytes} for c in analyze(m)]
     return out
 
 
@@ -104,9 +110,14 @@ def plan(model: Model | Source, planner: str = "optimal", sharing: bool | Sharin
 
 
 def run(model: Model | Source, inputs: list[np.ndarray] | None = None, *, seed: int = 0,
-        arena_size: int | None = None, profile: bool = False) -> dict[str, Any]:
-    """Invoke once; returns outputs, the arena used and, with ``profile``, per-op times."""
+        arena_size: int | None = None, profile: bool = False, device: str | None = None) -> dict[str, Any]:
+    """Invoke once; returns outputs, the arena used and, with ``profile``, per-op times. With ``device``
+    (e.g. ``"cortex-m4"``, ``"qemu-m4"``, ``"host"``) every op runs there: instructions and cycles instead."""
     m = _model(model)
+    if device is not None:
+        from micronn.micro.runtime import run_model
+
+        return run_model(m, device, inputs if inputs is not None else random_inputs(m, seed), profile=profile)
     it = Interpreter(m, arena_size)
     it.allocate_tensors()
     for i, x in enumerate(inputs if inputs is not None else random_inputs(m, seed)):
@@ -126,6 +137,13 @@ def run(model: Model | Source, inputs: list[np.ndarray] | None = None, *, seed: 
             "kernel_ns": kernel, "total_ns": total, "overhead_ns": total - kernel,
         }
     return out
+
+
+def devices() -> list[dict[str, Any]]:
+    """Every device target and whether it can run here (toolchain, emulator, QEMU)."""
+    from micronn.micro.runtime import devices as _devices
+
+    return _devices()
 
 
 def demo(image: str = "person") -> dict[str, Any]:
@@ -163,3 +181,40 @@ def reorder(model: Model | Source, output: str | None = None, max_states: int = 
         save(out, output)
         res["path"] = output
     return res
+
+
+def optimize(model: Model | Source, output: str | None = None, target_bytes: int | None = None,
+             storage: str = "memory", *, report: str | None = None, seed: int = 0) -> dict[str, Any]:
+    """TinySeg: spill idle tensors and fuse their fetching (``micronn.tinyseg.optimize``), write the result to
+    ``output``, and check that the written model, run with ``storage``, gives the original's outputs on random
+    inputs. ``report`` writes an HTML page with the steps, the plans before and after and the latency breakdown."""
+    from micronn.tflite.writer import write
+    from micronn.tinyseg import optimize as tinyseg_optimize
+    from micronn.tinyseg.storage import open_storage
+
+    m = _model(model)
+    res = tinyseg_optimize(m, target_bytes, storage)
+    out = res.as_dict()
+    data = write(res.model)
+    if output is not None:
+        with open(output, "wb") as f:
+            f.write(data)
+        out["path"] = output
+    inputs = random_inputs(m, seed)
+    want = run(m, inputs)["outputs"]
+    with open_storage(storage) as st:
+        it = Interpreter(data, storage=st)
+        for i, x in enumerate(inputs):
+            it.set_input(x, i)
+        it.invoke()
+        got = [it.get_output(i) for i in range(len(want))]
+    out["verified"] = all(a.dtype == b.dtype and a.tobytes() == b.tobytes() for a, b in zip(want, got))
+    if report is not None:
+        from micronn.tinyseg.latency import breakdown
+        from micronn.tinyseg.report import write_report
+
+        models = {"base": res.steps[0].model, "+ temporary tensor reduction": res.steps[0].model,
+                  "+ spilling": tinyseg_optimize(m, target_bytes, storage, fuse=False).model,
+                  "+ fused fetching": res.model}
+        out["report"] = str(write_report(report, m, res, breakdown(models), out["verified"]))
+    return out

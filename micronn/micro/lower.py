@@ -1,0 +1,338 @@
+"""Lowering: each operator of a prepared interpreter becomes tasks for the C kernels in ``micronn/micro/kernels``.
+
+A task names a kernel (``mn_<name>``) and its flat word arguments. The arguments come from the Python kernel's
+own prepare (multipliers, shifts, activation ranges, window geometry), so the device and the interpreter share
+one prepare and compute the same bytes. Addresses stay symbolic until ``pack``: a ``TensorRef`` is a tensor
+(activation in the arena or constant weights), a ``ScratchRef`` a scratch buffer the Python kernel requested, a
+``ConstRef`` bytes computed here (per-channel biases folded with the input zero point, SHAPE's dimensions).
+
+Kernels by op: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, SOFTMAX, SVDF, TRANSPOSE_CONV, AVERAGE_POOL_2D,
+MAX_POOL_2D (int8); QUANTIZE (integer types); RESHAPE and SHAPE (``mn_copy``); STRIDED_SLICE; CONCATENATION and
+PACK (``mn_concatenation``); PAD/PADV2 (any type). Windowed ops whose output the plan streams over their input
+get ``stage`` = 1: each output pixel is finished in a stack buffer before it is stored, the unit the planner's
+gap assumes.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from micronn.errors import MicronnError, UnsupportedError
+from micronn.kernels.transpose_conv import transpose_conv_padding
+
+KERNELS = pathlib.Path(__file__).parent / "kernels"
+# the ops whose kernels may run with their output placed over their input (see module docstring)
+STREAMING = frozenset({"RESHAPE", "QUANTIZE", "PAD", "PADV2", "CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D",
+                       "MAX_POOL_2D"})
+INT_TYPES = {"int8": 0, "uint8": 1, "int16": 2, "int32": 3}  # mn_load / mn_store type codes
+
+
+class LowerError(MicronnError):
+    """An operator cannot be turned into device tasks as prepared (e.g. its output overlaps an input)."""
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """The address of tensor ``tensor`` of subgraph ``subgraph`` (in the arena, or constant data)."""
+
+    subgraph: int
+    tensor: int
+
+
+@dataclass(frozen=True)
+class ScratchRef:
+    """The address of scratch buffer ``scratch`` that operator ``op`` requested in prepare."""
+
+    op: int
+    scratch: int
+
+
+@dataclass(frozen=True, eq=False)
+class ConstRef:
+    """Host-computed bytes placed on the device once (little-endian, as the device reads them)."""
+
+    data: np.ndarray
+
+
+Arg = int | TensorRef | ScratchRef | ConstRef
+
+
+@dataclass
+class Task:
+    """One kernel call: ``symbol(args)`` on behalf of operator ``op``."""
+
+    symbol: str
+    args: list[Arg]
+    op: int
+
+
+def sources() -> list[pathlib.Path]:
+    """The kernels' C files (compile each with ``include_dir()`` on the include path)."""
+    return sorted(KERNELS.glob("*.c"))
+
+
+def include_dir() -> pathlib.Path:
+    return KERNELS
+
+
+def pack(task: Task, resolve: Callable[[TensorRef | ScratchRef | ConstRef], int], word_size: int) -> bytes:
+    """The task's argument words, little-endian: integers as two's complement, references resolved to addresses."""
+    out = bytearray()
+    for a in task.args:
+        v = int(a) if isinstance(a, (int, np.integer)) else int(resolve(a))
+        if not -(1 << 31) <= v < 1 << (8 * word_size):
+            raise LowerError(f"task {task.symbol} of operator {task.op}: argument {v} does not fit a "
+                             f"{word_size}-byte word")
+        out += (v & ((1 << (8 * word_size)) - 1)).to_bytes(word_size, "little")
+    return bytes(out)
+
+
+def _i32(a: Any) -> ConstRef:
+    return ConstRef(np.ascontiguousarray(np.asarray(a, np.int64).astype("<i4")))
+
+
+def _wrap(a: np.ndarray) -> np.ndarray:
+    return ((np.asarray(a, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def _placements(interp: Any) -> dict[int, tuple[int, int]]:
+    """Main-subgraph tensor -> (arena offset, bytes), from the interpreter's plan."""
+    return {b["tensor"]: (b["offset"], b["size"]) for b in interp.arena_report()["buffers"]
+            if b["kind"] == "tensor" and b["subgraph"] == 0}
+
+
+class _Op:
+    """What the lowering of one operator needs: its node, kernel, tensors and where they lie in the arena."""
+
+    def __init__(self, interp: Any, index: int, places: dict[int, tuple[int, int]]):
+        self.index, self.node, self.k = index, interp._nodes[index], interp._kernels[index]
+        self.op = self.node.op
+        self.name, self.places = self.op.op, places
+
+    def ref(self, t: int) -> TensorRef:
+        return TensorRef(0, t)
+
+    def inp(self, i: int) -> TensorRef:
+        return self.ref(self.op.inputs[i])
+
+    def out(self, i: int = 0) -> TensorRef:
+        return self.ref(self.op.outputs[i])
+
+    def overlaps(self) -> bool:
+        """Whether the output's bytes overlap any input's in the plan."""
+        o = self.places.get(self.op.outputs[0])
+        if o is None:
+            return False
+        for t in self.op.inputs:
+            p = self.places.get(t) if t >= 0 else None
+            if p is not None and p[0] < o[0] + o[1] and o[0] < p[0] + p[1]:
+                return True
+        return False
+
+    def unsupported(self, dtype: str) -> UnsupportedError:
+        return UnsupportedError([(self.name, dtype)])
+
+    def task(self, symbol: str, *args: Arg) -> Task:
+        return Task(symbol, list(args), self.index)
+
+
+def _requant_args(mults: np.ndarray, shifts: np.ndarray, n: int) -> list[Arg]:
+    return [_i32(np.broadcast_to(np.asarray(mults).reshape(-1), (n,))),
+            _i32(np.broadcast_to(np.asarray(shifts).reshape(-1), (n,)))]
+
+
+def _biases(k: Any, channels: int, wsum: np.ndarray) -> list[ConstRef]:
+    """(bias, bias + input_offset * sum(weights)) per output channel, wrapped to int32 like the accumulators."""
+    bias = np.asarray(k.bias, np.int64).reshape(-1)[:channels] if k.bias is not None else np.zeros(channels, np.int64)
+    return [_i32(bias), _i32(_wrap(bias - int(k.in_zp) * wsum.astype(np.int64)))]
+
+
+def _check_int8(o: _Op, kind: str) -> None:
+    if kind != "int8":
+        raise o.unsupported(kind)
+    if not getattr(o.k, "constant", True):
+        raise o.unsupported(f"{kind} with non-constant weights")
+
+
+def _conv(o: _Op) -> list[Task]:
+    k, inp = o.k, o.node.inputs[0]
+    _check_int8(o, k.kind)
+    w, win = np.asarray(o.node.input(1)), k.win
+    oc, fh, fw, fc = w.shape
+    return [o.task("mn_conv_2d_s8", o.out(), o.inp(0), o.inp(1), *_biases(k, oc, w.reshape(oc, -1).sum(1)),
+                   *_requant_args(k.mults, k.shifts, oc), inp.shape[0], win.in_h, win.in_w, inp.shape[3],
+                   win.out_h, win.out_w, oc, fh, fw, fc, win.stride_h, win.stride_w, win.dilation_h, win.dilation_w,
+                   win.pad_top, win.pad_left, -int(k.in_zp), int(k.out_zp), int(k.act_min), int(k.act_max),
+                   int(o.overlaps()))]
+
+
+def _depthwise(o: _Op) -> list[Task]:
+    k, inp = o.k, o.node.inputs[0]
+    _check_int8(o, k.kind)
+    w, win = np.asarray(o.node.input(1)), k.win
+    _, fh, fw, oc = w.shape
+    return [o.task("mn_depthwise_conv_2d_s8", o.out(), o.inp(0), o.inp(1),
+                   *_biases(k, oc, w.reshape(-1, oc).sum(0)), *_requant_args(k.mults, k.shifts, oc),
+                   inp.shape[0], win.in_h, win.in_w, inp.shape[3], win.out_h, win.out_w, k.mult, fh, fw,
+                   win.stride_h, win.stride_w, win.dilation_h, win.dilation_w, win.pad_top, win.pad_left,
+                   -int(k.in_zp), int(k.out_zp), int(k.act_min), int(k.act_max), int(o.overlaps()))]
+
+
+def _fully_connected(o: _Op) -> list[Task]:
+    k = o.k
+    _check_int8(o, k.kind)
+    w = np.asarray(o.node.input(1)).reshape(-1, k.depth)[:k.units]
+    return [o.task("mn_fully_connected_s8", o.out(), o.inp(0), o.inp(1), _biases(k, k.units, w.sum(1))[1],
+                   *_requant_args(k.mult64, k.shift64, k.units), k.batches, k.depth, k.units, int(k.out_zp),
+                   int(k.act_min), int(k.act_max))]
+
+
+def _pool(o: _Op) -> list[Task]:
+    k, inp = o.k, o.node.inputs[0]
+    if k.kind != "int8":
+        raise o.unsupported(k.kind)
+    win = k.win
+    symbol = "mn_average_pool_2d_s8" if o.name == "AVERAGE_POOL_2D" else "mn_max_pool_2d_s8"
+    return [o.task(symbol, o.out(), o.inp(0), inp.shape[0], win.in_h, win.in_w, inp.shape[3], win.out_h, win.out_w,
+                   win.filter_h, win.filter_w, win.stride_h, win.stride_w, win.pad_top, win.pad_left,
+                   int(k.act_min), int(k.act_max), int(o.overlaps()))]
+
+
+def _softmax(o: _Op) -> list[Task]:
+    k, inp = o.k, o.node.inputs[0]
+    if k.in_dtype != "int8":
+        raise o.unsupported(k.in_dtype)
+    depth = inp.shape[-1]
+    size = int(np.prod(inp.shape))
+    if size == 0:
+        return []
+    return [o.task("mn_softmax_s8", o.out(), o.inp(0), size // depth, depth, int(k.multiplier), int(k.left_shift),
+                   int(k.diff_min), 16 if k.out_dtype == "int16" else 8)]
+
+
+def _svdf(o: _Op) -> list[Task]:
+    k, ins = o.k, o.node.inputs
+    if not k.quantized or ins[4].dtype != np.int16:
+        raise o.unsupported(ins[0].dtype.name if not k.quantized else "int8 with an int8 state")
+    batch, input_size = ins[0].shape
+    return [o.task("mn_svdf_s8", o.out(), *(o.inp(i) for i in range(5)), batch, input_size, k.num_filters,
+                   k.memory_size, k.rank, int(k.input_zp), int(k.state_zp), int(k.output_zp), int(k.mult_1),
+                   int(k.shift_1), int(k.mult_2), int(k.shift_2))]
+
+
+def _transpose_conv(o: _Op) -> list[Task]:
+    k, w, inp, out = o.k, o.node.inputs[1], o.node.inputs[2], o.node.outputs[0]
+    if k.dtype != np.int8:
+        raise o.unsupported(np.dtype(k.dtype).name)
+    oc, fh, fw, _ = w.shape
+    opts = o.node.options
+    bias = o.inp(3) if k.has_bias else _i32(np.zeros(oc))
+    return [o.task("mn_transpose_conv_s8", o.out(), o.inp(2), o.inp(1), bias, _i32(k.mult), _i32(k.shift),
+                   ScratchRef(o.index, k.scratch_id), getattr(k, "band_rows", out.shape[1]), inp.shape[0],
+                   inp.shape[1], inp.shape[2], inp.shape[3], out.shape[1], out.shape[2], oc, fh, fw, opts.stride_h,
+                   opts.stride_w, transpose_conv_padding(opts.padding, opts.stride_h, out.shape[1], fh),
+                   transpose_conv_padding(opts.padding, opts.stride_w, out.shape[2], fw), int(k.input_offset),
+                   int(k.output_offset), int(k.act_min), int(k.act_max))]
+
+
+def _quantize(o: _Op) -> list[Task]:
+    k = o.k
+    if k.in_dtype not in INT_TYPES or k.out_dtype not in INT_TYPES:
+        raise o.unsupported(f"{k.in_dtype} -> {k.out_dtype}")
+    return [o.task("mn_quantize", o.out(), o.inp(0), int(np.prod(o.node.inputs[0].shape)), INT_TYPES[k.in_dtype],
+                   INT_TYPES[k.out_dtype], int(k.in_zero_point), int(k.out_zero_point), int(k.multiplier),
+                   int(k.shift), k.out_min, k.out_max)]
+
+
+def _copy(o: _Op) -> list[Task]:
+    return [o.task("mn_copy", o.out(), o.inp(0), o.node.outputs[0].nbytes)]
+
+
+def _shape(o: _Op) -> list[Task]:
+    return [o.task("mn_copy", o.out(), _i32(o.k.dims), 4 * len(o.k.dims))]
+
+
+def _strided_slice(o: _Op) -> list[Task]:
+    inp = o.node.inputs[0]
+    size = inp.dtype.itemsize
+    strides = [int(np.prod(inp.shape[a + 1:], dtype=np.int64)) * size for a in range(len(inp.shape))]
+    start, axes = 0, []
+    for index, dim, stride in zip(o.k.index_t, inp.shape, strides):
+        if isinstance(index, slice):
+            first, stop, step = index.indices(dim)
+            axes.append((len(range(first, stop, step)), step * stride))
+        else:
+            first = index
+            axes.append((1, 0))
+        start += first * stride
+    axes = [(1, 0)] * (4 - len(axes)) + axes
+    return [o.task("mn_strided_slice", o.out(), o.inp(0), size, start, *(v for a in axes for v in a))]
+
+
+def _concatenation(o: _Op) -> list[Task]:
+    out, axis = o.node.outputs[0], o.k.axis
+    size, pairs = out.dtype.itemsize, []
+    for i, t in enumerate(o.node.inputs):
+        shape = tuple(t.shape) if o.name == "CONCATENATION" else (*t.shape[:axis], 1, *t.shape[axis:])
+        pairs += [o.inp(i), int(np.prod(shape[axis:], dtype=np.int64)) * size]
+    return [o.task("mn_concatenation", o.out(), int(np.prod(out.shape[:axis], dtype=np.int64)), len(o.node.inputs),
+                   *pairs)]
+
+
+def _pad(o: _Op) -> list[Task]:
+    k, inp, out = o.k, o.node.inputs[0], o.node.outputs[0]
+    if k.block is None:
+        raise o.unsupported(f"{inp.dtype.name} with negative paddings")
+    lead = 5 - len(out.shape)
+    value = o.inp(2) if k.has_value else ConstRef(np.ascontiguousarray(k.default.reshape(1).astype(
+        k.default.dtype.newbyteorder("<"))))
+    return [o.task("mn_pad", o.out(), o.inp(0), value, out.dtype.itemsize, *([1] * lead + list(out.shape)),
+                   *([1] * lead + list(inp.shape)), *([0] * lead + [s.start for s in k.block]))]
+
+
+LOWERINGS: dict[str, Callable[[_Op], list[Task]]] = {
+    "CONV_2D": _conv, "DEPTHWISE_CONV_2D": _depthwise, "FULLY_CONNECTED": _fully_connected,
+    "AVERAGE_POOL_2D": _pool, "MAX_POOL_2D": _pool, "SOFTMAX": _softmax, "SVDF": _svdf,
+    "TRANSPOSE_CONV": _transpose_conv, "QUANTIZE": _quantize, "RESHAPE": _copy, "SHAPE": _shape,
+    "STRIDED_SLICE": _strided_slice, "CONCATENATION": _concatenation, "PACK": _concatenation, "PAD": _pad,
+    "PADV2": _pad,
+}
+
+
+def _lower(interp: Any, op_index: int, places: dict[int, tuple[int, int]]) -> list[Task]:
+    o = _Op(interp, op_index, places)
+    fn = LOWERINGS.get(o.name)
+    if fn is None:
+        t = next((t for t in o.node.inputs if t is not None), o.node.outputs[0])
+        raise o.unsupported(t.dtype.name)
+    if o.name not in STREAMING and o.overlaps():
+        raise LowerError(f"operator {op_index} ({o.name}): its output overlaps an input in the plan, which its "
+                         "device kernel does not support")
+    return fn(o)
+
+
+def lower(interp: Any, op_index: int) -> list[Task]:
+    """The tasks that compute operator ``op_index`` of the main subgraph (after ``interp.allocate_tensors()``)."""
+    interp._ensure()
+    if not 0 <= op_index < len(interp._nodes):
+        raise LowerError(f"operator {op_index} out of range ({len(interp._nodes)} operators)")
+    return _lower(interp, op_index, _placements(interp))
+
+
+def lower_model(interp: Any) -> list[Task]:
+    """The tasks of every operator of the main subgraph, in order; every unsupported (op, type) reported at once."""
+    interp._ensure()
+    places, tasks, missing = _placements(interp), [], []
+    for i in range(len(interp._nodes)):
+        try:
+            tasks += _lower(interp, i, places)
+        except UnsupportedError as e:
+            missing += e.pairs
+    if missing:
+        raise UnsupportedError(missing)
+    return tasks

@@ -1,0 +1,148 @@
+"""Cross-compilers for device code: zig's clang (default), ``arm-none-eabi-gcc`` when on PATH, the host ``cc``.
+
+Every object, link and shared library is cached by a hash of its inputs under ``$MICRONN_CACHE`` (default
+``~/.cache/micronn``), so tests and the CLI build the runtime and kernels once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from micronn.errors import MicronnError
+from micronn.micro.target import Target
+
+RUNTIME_DIR = Path(__file__).parent / "runtime"
+COMMON = ["-g0", "-ffunction-sections", "-fdata-sections", "-fno-unwind-tables", "-fno-asynchronous-unwind-tables",
+          "-fno-exceptions", "-Wall"]
+# software floating point and 64-bit division: pulled from the compiler's own support library into the runtime
+# so that modules (linked without one) find them
+LIBCALLS = [f"__aeabi_{n}" for n in (
+    "fadd fsub frsub fmul fdiv f2iz f2uiz i2f ui2f l2f ul2f f2lz f2ulz fcmpeq fcmplt fcmple fcmpgt fcmpge fcmpun "
+    "f2d d2f dadd dsub drsub dmul ddiv d2iz d2uiz i2d ui2d l2d ul2d d2lz d2ulz dcmpeq dcmplt dcmple dcmpgt dcmpge "
+    "dcmpun ldivmod uldivmod").split()]
+
+
+class ToolchainError(MicronnError):
+    """A compiler is missing or failed; the message carries its diagnostics."""
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("MICRONN_CACHE") or Path.home() / ".cache" / "micronn")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else p)
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def _headers(include_dirs: list[Path]) -> list[bytes]:
+    return [p.name.encode() + p.read_bytes() for d in include_dirs for p in sorted(Path(d).glob("*.h"))]
+
+
+class Toolchain:
+    """Compile C to objects and link them; ``cc`` is the compiler command, ``flags`` its target flags."""
+
+    def __init__(self, kind: str, cc: list[str], flags: list[str]):
+        self.kind, self.cc, self.flags = kind, cc, flags
+
+    def __repr__(self) -> str:
+        return f"Toolchain({self.kind}: {' '.join(self.cc + self.flags)})"
+
+    def _run(self, args: list[str], what: str) -> None:
+        try:
+            p = subprocess.run(self.cc + args, capture_output=True, text=True, timeout=300)
+        except FileNotFoundError as e:
+            raise ToolchainError(f"{self.kind} toolchain not found: {e}") from e
+        except subprocess.TimeoutExpired as e:
+            raise ToolchainError(f"{what} timed out after {e.timeout} s") from e
+        if p.returncode != 0:
+            raise ToolchainError(f"{what} failed ({self.kind}):\n{p.stderr.strip()[-4000:]}")
+
+    def _cached(self, key: str, suffix: str, build) -> Path:
+        out = cache_dir() / f"{key}{suffix}"
+        if not out.exists():
+            with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+                tmp_out = Path(tmp) / out.name
+                build(tmp_out)
+                os.replace(tmp_out, out)  # atomic: concurrent builders agree
+        return out
+
+    def compile(self, sources: list[Path], include_dirs: list[Path] = (), flags: list[str] = ()) -> list[Path]:
+        """One object per source (compiled in parallel, each cached)."""
+        inc = [f"-I{d}" for d in include_dirs]
+        headers = _headers(list(include_dirs))
+
+        def one(src: Path) -> Path:
+            src = Path(src)
+            args = [*self.flags, *COMMON, *inc, *flags]
+            key = _digest(self.kind, *self.cc, *args, src.name, src.read_bytes(), *headers)
+            return self._cached(f"{src.stem}-{key}", ".o",
+                                lambda out: self._run([*args, "-c", str(src), "-o", str(out)], f"compiling {src}"))
+
+        with ThreadPoolExecutor(2) as ex:
+            return list(ex.map(one, sources))
+
+    def link(self, objects: list[Path], script: str, *, runtime: bool = False, name: str = "module") -> Path:
+        """Link ``objects`` with linker ``script`` into an ELF; the runtime also gets the support library's
+        float and 64-bit helpers, modules get no library at all (they resolve against the runtime)."""
+        objs = [Path(o) for o in objects]
+        extra = [f"-Wl,-u,{s}" for s in LIBCALLS] + ["-Wl,--entry=mn_reset"] if runtime else \
+            ["-nostdlib", "-Wl,--no-gc-sections", "-Wl,--entry=0"]
+        if self.kind == "gcc":
+            extra = ["-nostartfiles", *extra, *(["-lgcc"] if runtime else [])]
+        key = _digest(self.kind, *self.cc, *self.flags, *extra, script, *(o.read_bytes() for o in objs))
+
+        def build(out: Path) -> None:
+            ld = out.with_suffix(".ld")
+            ld.write_text(script)
+            self._run([*self.flags, "-T", str(ld), *map(str, objs), *extra, "-o", str(out)], f"linking {name}")
+
+        return self._cached(f"{name}-{key}", ".elf", build)
+
+    def shared_object(self, sources: list[Path], include_dirs: list[Path] = (), flags: list[str] = ()) -> Path:
+        """Host only: one shared library from C sources (cached)."""
+        srcs = [Path(s) for s in sources]
+        args = [*self.flags, "-O2", "-shared", "-fPIC", "-DMN_HOST", *[f"-I{d}" for d in include_dirs], *flags]
+        key = _digest(self.kind, *self.cc, *args, *(s.name.encode() + s.read_bytes() for s in srcs),
+                      *_headers(list(include_dirs)))
+        return self._cached(f"lib-{key}", ".so",
+                            lambda out: self._run([*args, *map(str, srcs), "-o", str(out)], "building a host library"))
+
+
+def _zig_available() -> bool:
+    try:
+        import ziglang  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def find_toolchain(target: Target, prefer: str | None = None) -> Toolchain:
+    """The toolchain for ``target``: ``prefer`` ("zig", "gcc", "host") or the first available."""
+    if target.native:
+        cc = os.environ.get("CC", "cc")
+        if not shutil.which(cc):
+            raise ToolchainError(f"no host C compiler: {cc!r} is not on PATH (set $CC)")
+        return Toolchain("host", [cc], [])
+    kinds = [prefer] if prefer else ["zig", "gcc"]
+    for kind in kinds:
+        if kind == "zig" and _zig_available():
+            return Toolchain("zig", [sys.executable, "-m", "ziglang", "cc"],
+                             ["-target", "thumb-freestanding-eabi", f"-mcpu={target.cpu}", *target.cflags])
+        if kind == "gcc" and shutil.which("arm-none-eabi-gcc"):
+            return Toolchain("gcc", ["arm-none-eabi-gcc"], ["-mthumb", f"-mcpu={target.cpu.replace('_', '-')}",
+                                                            "-mfloat-abi=soft", *target.cflags])
+    raise ToolchainError(f"no cross compiler for {target.name}: pip install ziglang (or micronn[micro]), "
+                         "or put arm-none-eabi-gcc on PATH")

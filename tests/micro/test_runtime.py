@@ -1,0 +1,86 @@
+"""Whole models on a device: byte-identical to micronn's interpreter, per-op costs, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from micronn import Interpreter
+from micronn.cli import main
+from micronn.micro.gdb import qemu_available
+from micronn.micro.runtime import DeviceModel, run_model
+from micronn.micro.session import Session
+from micronn.testing import T, op_model
+from micronn.tflite import schema
+from micronn.tools import bundled_model, random_inputs
+
+
+def conv(h: int = 9, cin: int = 3, cout: int = 8, k: int = 3, seed: int = 0) -> bytes:
+    rng = np.random.default_rng(seed)
+    return op_model("CONV_2D", [T((1, h, h, cin), "int8", 0.05, 2),
+                                T((cout, k, k, cin), "int8", list(rng.uniform(0.002, 0.02, cout)), 0,
+                                  data=rng.integers(-127, 128, (cout, k, k, cin))),
+                                T((cout,), "int32", data=rng.integers(-3000, 3000, cout))],
+                    [T((1, h, h, cout), "int8", 0.3, -5)], schema.options("CONV_2D", padding=0, stride_h=1,
+                                                                           stride_w=1))
+
+
+def expected(model: bytes, xs: list[np.ndarray]) -> list[np.ndarray]:
+    it = Interpreter(model)
+    it.allocate_tensors()
+    for i, x in enumerate(xs):
+        it.set_input(x, i)
+    it.invoke()
+    return [it.get_output(i) for i in range(len(it.model.main.outputs))]
+
+
+def test_person_detect_on_emulated_m4_is_byte_identical():
+    model = bundled_model("person_detect")
+    xs = random_inputs(Interpreter(model).model, 3)
+    res = run_model(model, "cortex-m4", xs, profile=True)
+    (y,), (want,) = res["outputs"], expected(model, xs)
+    assert y.tobytes() == want.tobytes()
+    ops = res["ops"]
+    assert [o["op"] for o in ops][:3] == ["DEPTHWISE_CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D"] and len(ops) == 31
+    assert all(o["instructions"] > 0 and o["cycles"] >= o["instructions"] for o in ops)
+    assert res["instructions"] == sum(o["instructions"] for o in ops) > 10_000_000
+    assert sum(o["counts"]["load"] for o in ops) > 0
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m0", pytest.param("qemu-m4", marks=pytest.mark.skipif(
+    not qemu_available(), reason="qemu-system-arm is not installed"))])
+def test_conv_on_every_backend(target):
+    model = conv()
+    xs = random_inputs(Interpreter(model).model, 1)
+    (y,) = run_model(model, target, xs)["outputs"]
+    assert y.tobytes() == expected(model, xs)[0].tobytes()
+
+
+def test_weights_load_once_and_invokes_repeat():
+    model = conv(seed=4)
+    with Session("cortex-m4") as sess:
+        dm = DeviceModel(model, sess)
+        used = sess.sections["rodata"].used
+        for seed in (1, 2):
+            xs = random_inputs(dm.interp.model, seed)
+            assert dm.invoke(xs)[0].tobytes() == expected(model, xs)[0].tobytes()
+        assert sess.sections["rodata"].used == used  # nothing new crossed but inputs and task metadata
+        assert sess.executions == 2
+
+
+def test_cli_run_device_and_devices(tmp_path, capsys):
+    path = tmp_path / "conv.tflite"
+    path.write_bytes(conv(h=6))
+    assert main(["run", str(path), "--device", "cortex-m4", "--profile", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["device"] == "cortex-m4" and res["instructions"] == res["ops"][0]["instructions"] > 0
+    assert main(["run", str(path), "--device", "cortex-m7", "--profile"]) == 0
+    assert "CONV_2D" in capsys.readouterr().out
+    assert main(["devices", "--json"]) == 0
+    names = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
+    assert {"cortex-m4", "cortex-m7", "cortex-m33", "cortex-m0", "qemu-m4", "host"} <= set(names)
+    assert names["cortex-m4"]["available"] and names["qemu-m4"]["available"] == qemu_available()
+    assert main(["run", str(path), "--device", "cortex-m99"]) == 1
+    assert "unknown target" in capsys.readouterr().err

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import pytest
+
+from micronn.micro.target import get_target
+from micronn.micro.toolchain import ToolchainError, cache_dir, find_toolchain
+
+
+def test_cache_dir_follows_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("MICRONN_CACHE", str(tmp_path / "c"))
+    assert cache_dir() == tmp_path / "c" and cache_dir().is_dir()
+
+
+def test_objects_are_cached_by_content(tmp_path):
+    tc = find_toolchain(get_target("cortex-m4"))
+    src = tmp_path / "k.c"
+    src.write_text("int k(int x) { return x * 3; }\n")
+    (a,) = tc.compile([src])
+    mtime = a.stat().st_mtime_ns
+    assert tc.compile([src]) == [a] and a.stat().st_mtime_ns == mtime  # not rebuilt
+    src.write_text("int k(int x) { return x * 4; }\n")
+    assert tc.compile([src]) != [a]
+
+
+def test_compile_error_is_clear(tmp_path):
+    src = tmp_path / "bad.c"
+    src.write_text("int k(void) { return undefined_thing; }\n")
+    with pytest.raises(ToolchainError, match="undefined_thing"):
+        find_toolchain(get_target("cortex-m4")).compile([src])
+
+
+def test_missing_toolchain(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ToolchainError, match="arm-none-eabi-gcc|no cross compiler"):
+        find_toolchain(get_target("cortex-m4"), "gcc")
+    monkeypatch.setenv("CC", "no-such-cc")
+    with pytest.raises(ToolchainError, match="no host C compiler"):
+        find_toolchain(get_target("host"))
