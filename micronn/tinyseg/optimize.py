@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from micronn.footprint import tflm_tail as _tflm_tail
 from micronn.interpreter import Interpreter
 from micronn.ir import Model
 from micronn.planners import Sharing
@@ -29,12 +30,9 @@ VICTIMS_TRIED = 3
 
 
 def tflm_tail(it: Interpreter) -> int:
-    """The persistent tail as the TFLM wheel (64-bit) would measure it, once ``micronn.footprint`` has it."""
-    try:
-        from micronn.footprint import tflm_tail as measure
-    except ImportError:
-        return it.tail
-    return measure(it, 64)
+    """The persistent tail as the TFLM wheel (64-bit) measures it; estimated from the graph for models with
+    micronn's custom ops, which the wheel cannot run (``micronn.footprint``)."""
+    return _tflm_tail(it, 64)
 
 
 @dataclass
