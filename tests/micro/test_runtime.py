@@ -84,3 +84,28 @@ def test_cli_run_device_and_devices(tmp_path, capsys):
     assert names["cortex-m4"]["available"] and names["qemu-m4"]["available"] == qemu_available()
     assert main(["run", str(path), "--device", "cortex-m99"]) == 1
     assert "unknown target" in capsys.readouterr().err
+
+
+def _dsp_cases() -> dict[str, bytes]:
+    from test_kernels import conv as layer
+    from test_kernels import fully_connected
+
+    return {
+        "cifar_a_like": layer(cin=3, cout=8, h=8, w=8, fh=5, fw=5), "zp_-128": layer(cin=8, cout=12, h=7, w=9, fh=3,
+                                                                                     fw=3, in_zp=-128),
+        "grouped": layer(cin=8, cout=8, groups=2, fh=3, fw=3), "dilated": layer(cin=8, cout=9, dil=(2, 2), h=9, w=10),
+        "strided": layer(cin=12, cout=8, stride=(2, 3), fh=3, fw=3, pad=0),
+        "dw_zp127": layer(depthwise=True, cin=12, pad=0, h=9, w=9, fh=3, fw=3, in_zp=127),
+        "dw_mult3": layer(depthwise=True, mult=3, cin=4), "dw_odd": layer(depthwise=True, cin=7, dil=(1, 2), h=9, w=8),
+        "fc": fully_connected(depth=37, units=9, batches=2),
+    }
+
+
+@pytest.mark.parametrize("case", list(_dsp_cases()))
+def test_dsp_kernels_on_m4_match_the_interpreter(case):
+    """The Cortex-M4 build takes the SMLAD/SXTB16 paths of the conv, depthwise and FC kernels (the host and M0
+    builds take the portable loops): padding-cut windows, zero points at the extremes, groups, dilation, strides."""
+    model = _dsp_cases()[case]
+    xs = random_inputs(Interpreter(model).model, 1)
+    (y,) = run_model(model, "cortex-m4", xs)["outputs"]
+    assert y.tobytes() == expected(model, xs)[0].tobytes()

@@ -1,7 +1,7 @@
 /* CONV_2D, int8 with per-channel (or per-tensor) requantization, grouped when the filter is thinner than the input.
  *
- * Output pixels in raster order, each pixel's channels two at a time (every input byte loaded once feeds two
- * filters). A window lying wholly inside the input starts from `bias_full` = bias + input_offset * sum(filter),
+ * Output pixels in raster order, each pixel's channels four (else two) at a time: every input byte loaded once
+ * feeds several filters. A window lying wholly inside the input starts from `bias_full` = bias + input_offset * sum(filter),
  * so its inner loop is a plain int8 dot product; windows cut by the padding add (x + input_offset) * w over
  * their valid taps only, as TFLM does. With `stage` set (the planner streams the output over the input),
  * each pixel is finished in a stack buffer before it is stored.
@@ -45,7 +45,21 @@ void mn_conv_2d_s8(const mn_word *args) {
                 const int full = fy0 == 0 && fy1 == fh && fx0 == 0 && fx1 == fw;
                 const int run = contiguous ? (fx1 - fx0) * fc : fc, runs = contiguous ? 1 : fx1 - fx0;
                 int8_t *o = stage ? staged : out + (((size_t)b * out_h + oy) * out_w + ox) * out_c;
-                for (int oc = 0; oc < out_c;) {
+                int oc = 0;
+                for (; oc + 4 <= out_c && oc % per_group + 4 <= per_group; oc += 4) { /* four channels, one group */
+                    const int8_t *x_group = image + (oc / per_group) * fc, *w0 = filter + (size_t)oc * f_size;
+                    const int32_t *b4 = (full ? bias_full : bias) + oc;
+                    uint32_t acc[4] = {(uint32_t)b4[0], (uint32_t)b4[1], (uint32_t)b4[2], (uint32_t)b4[3]};
+                    for (int fy = fy0; fy < fy1; fy++) {
+                        const int8_t *x_row = x_group + (size_t)(iy0 + fy * dh) * in_w * in_c;
+                        for (int fx = fx0; fx < fx0 + runs; fx++)
+                            mn_dot4_s8(x_row + (ix0 + fx * dw) * in_c, w0 + fy * f_row + fx * fc, f_size, run,
+                                       full ? 0 : in_off, acc);
+                    }
+                    for (int i = 0; i < 4; i++)
+                        o[oc + i] = mn_requant_s8((int32_t)acc[i], mult[oc + i], shift[oc + i], out_zp, lo, hi);
+                }
+                while (oc < out_c) {
                     const int8_t *x_group = image + (oc / per_group) * fc;
                     const int8_t *w0 = filter + (size_t)oc * f_size;
                     const int pair = full && oc + 1 < out_c && (oc + 1) % per_group != 0;

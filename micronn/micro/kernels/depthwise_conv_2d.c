@@ -21,6 +21,22 @@ static inline void valid_taps(int origin, int dilation, int size, int taps, int 
 static inline void taps4(const int8_t *x, const int8_t *w, int rows, int cols, int x_step, int x_row, int w_step,
                          int w_row, int32_t off, uint32_t *acc) {
     uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+#if defined(__ARM_FEATURE_DSP) /* one word of four channels per tap; SMLAxy multiply-accumulate one lane each */
+    const uint32_t off2 = ((uint32_t)off & 0xFFFFu) * 0x10001u; /* x + off fits an int16 lane */
+    for (int r = 0; r < rows; r++, x += x_row, w += w_row) {
+        const int8_t *xp = x, *wp = w;
+        for (int k = 0; k < cols; k++, xp += x_step, wp += w_step) {
+            const uint32_t v = mn_word4(xp), f = mn_word4(wp), fe = MN_EVEN(f), fo = MN_ODD(f);
+            uint32_t ve = MN_EVEN(v), vo = MN_ODD(v);
+            if (off) ve = (uint32_t)__builtin_arm_sadd16((int32_t)ve, (int32_t)off2),
+                     vo = (uint32_t)__builtin_arm_sadd16((int32_t)vo, (int32_t)off2);
+            a0 = (uint32_t)__builtin_arm_smlabb((int32_t)ve, (int32_t)fe, (int32_t)a0);
+            a1 = (uint32_t)__builtin_arm_smlabb((int32_t)vo, (int32_t)fo, (int32_t)a1);
+            a2 = (uint32_t)__builtin_arm_smlatt((int32_t)ve, (int32_t)fe, (int32_t)a2);
+            a3 = (uint32_t)__builtin_arm_smlatt((int32_t)vo, (int32_t)fo, (int32_t)a3);
+        }
+    }
+#else
     for (int r = 0; r < rows; r++, x += x_row, w += w_row) {
         const int8_t *xp = x, *wp = w;
         for (int k = 0; k < cols; k++, xp += x_step, wp += w_step) {
@@ -30,6 +46,7 @@ static inline void taps4(const int8_t *x, const int8_t *w, int rows, int cols, i
             a3 += (uint32_t)((xp[3] + off) * wp[3]);
         }
     }
+#endif
     acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
 }
 

@@ -155,10 +155,30 @@ static inline int32_t mn_one_over_one_plus_x(int32_t a) {
 
 /* ---- dot products of the convolution family ---------------------------------------------------------------- */
 
+/* With the M4's DSP extension, four int8 values are loaded as one (possibly unaligned) word and SXTB16 splits
+ * it into two pairs of int16 lanes (bytes 0,2 and 1,3); SMLAD adds both lane products to an accumulator. The
+ * sums wrap like the uint32 sums of the portable loops (SMLAD only sets the sticky Q flag), so both paths
+ * give the same bits. */
+#if defined(__ARM_FEATURE_DSP)
+typedef uint32_t __attribute__((aligned(1), may_alias)) mn_u32_any;
+static inline uint32_t mn_word4(const int8_t *p) { return *(const mn_u32_any *)p; }
+#define MN_EVEN(v) ((uint32_t)__builtin_arm_sxtb16((int32_t)(v)))
+#define MN_ODD(v) ((uint32_t)__builtin_arm_sxtb16((int32_t)(((v) >> 8) | ((v) << 24)))) /* SXTB16 ROR #8 */
+#define MN_SMLAD(a, b, acc) ((uint32_t)__builtin_arm_smlad((int32_t)(a), (int32_t)(b), (int32_t)(acc)))
+#endif
+
 /* acc + sum x[i] * w[i] (int32 wrap-around). */
 static inline int32_t mn_dot_s8(const int8_t *x, const int8_t *w, int n, int32_t acc) {
     uint32_t a = (uint32_t)acc;
-    for (int i = 0; i < n; i++) a += (uint32_t)(x[i] * w[i]);
+    int i = 0;
+#if defined(__ARM_FEATURE_DSP)
+#pragma clang loop unroll(disable)
+    for (; i + 4 <= n; i += 4) {
+        const uint32_t v = mn_word4(x + i), k = mn_word4(w + i);
+        a = MN_SMLAD(MN_ODD(v), MN_ODD(k), MN_SMLAD(MN_EVEN(v), MN_EVEN(k), a));
+    }
+#endif
+    for (; i < n; i++) a += (uint32_t)(x[i] * w[i]);
     return (int32_t)a;
 }
 
@@ -166,13 +186,56 @@ static inline int32_t mn_dot_s8(const int8_t *x, const int8_t *w, int n, int32_t
 static inline void mn_dot2_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, int n, int32_t *acc0,
                               int32_t *acc1) {
     uint32_t a0 = (uint32_t)*acc0, a1 = (uint32_t)*acc1;
-    for (int i = 0; i < n; i++) {
+    int i = 0;
+#if defined(__ARM_FEATURE_DSP)
+#pragma clang loop unroll(disable)
+    for (; i + 4 <= n; i += 4) {
+        const uint32_t v = mn_word4(x + i), ve = MN_EVEN(v), vo = MN_ODD(v);
+        const uint32_t k0 = mn_word4(w0 + i), k1 = mn_word4(w1 + i);
+        a0 = MN_SMLAD(vo, MN_ODD(k0), MN_SMLAD(ve, MN_EVEN(k0), a0));
+        a1 = MN_SMLAD(vo, MN_ODD(k1), MN_SMLAD(ve, MN_EVEN(k1), a1));
+    }
+#endif
+    for (; i < n; i++) {
         const int32_t v = x[i];
         a0 += (uint32_t)(v * w0[i]);
         a1 += (uint32_t)(v * w1[i]);
     }
     *acc0 = (int32_t)a0;
     *acc1 = (int32_t)a1;
+}
+
+/* Four output channels whose filters lie `stride` bytes apart, acc[j] + sum (x[i] + off) * w_j[i]: each x feeds
+ * four filters (off is 0 but for windows cut by the padding; x + off fits an int16 lane). */
+static inline void mn_dot4_s8(const int8_t *x, const int8_t *w, int stride, int n, int32_t off, uint32_t *acc) {
+    uint32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    const int8_t *w1 = w + stride, *w2 = w1 + stride, *w3 = w2 + stride;
+    int i = 0;
+#if defined(__ARM_FEATURE_DSP)
+    const uint32_t off2 = ((uint32_t)off & 0xFFFFu) * 0x10001u;
+#pragma clang loop unroll(disable)
+    for (; i + 4 <= n; i += 4) {
+        const uint32_t v = mn_word4(x + i);
+        uint32_t ve = MN_EVEN(v), vo = MN_ODD(v), k = mn_word4(w + i);
+        if (off) ve = (uint32_t)__builtin_arm_sadd16((int32_t)ve, (int32_t)off2),
+                 vo = (uint32_t)__builtin_arm_sadd16((int32_t)vo, (int32_t)off2);
+        a0 = MN_SMLAD(vo, MN_ODD(k), MN_SMLAD(ve, MN_EVEN(k), a0));
+        k = mn_word4(w1 + i);
+        a1 = MN_SMLAD(vo, MN_ODD(k), MN_SMLAD(ve, MN_EVEN(k), a1));
+        k = mn_word4(w2 + i);
+        a2 = MN_SMLAD(vo, MN_ODD(k), MN_SMLAD(ve, MN_EVEN(k), a2));
+        k = mn_word4(w3 + i);
+        a3 = MN_SMLAD(vo, MN_ODD(k), MN_SMLAD(ve, MN_EVEN(k), a3));
+    }
+#endif
+    for (; i < n; i++) {
+        const int32_t v = x[i] + off;
+        a0 += (uint32_t)(v * w[i]);
+        a1 += (uint32_t)(v * w1[i]);
+        a2 += (uint32_t)(v * w2[i]);
+        a3 += (uint32_t)(v * w3[i]);
+    }
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
 }
 
 /* acc + sum (x[i] + offset) * w[i]: for windows cut by the padding, where no precomputed sum of w applies. */
