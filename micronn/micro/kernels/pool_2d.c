@@ -1,5 +1,6 @@
-/* AVERAGE_POOL_2D, int8: the mean of the window's taps inside the input, rounded half away from zero.
+/* AVERAGE_POOL_2D and MAX_POOL_2D, int8: one window walk, two reductions over the taps inside the input.
  *
+ * Average: the mean rounded half away from zero; max: the largest tap. Both clamp to the activation range.
  * Output pixels in raster order; `stage` finishes each pixel in a stack buffer before storing it (for outputs
  * the planner streams over the input).
  */
@@ -7,7 +8,8 @@
 
 enum { OUT, IN, N, IN_H, IN_W, C, OUT_H, OUT_W, F_H, F_W, S_H, S_W, PAD_T, PAD_L, ACT_MIN, ACT_MAX, STAGE };
 
-void mn_average_pool_2d_s8(const mn_word *args) {
+/* `average` is a constant at each call site, so the compiler keeps one specialised loop per op. */
+static inline void pool(const mn_word *args, const int average) {
     int8_t *out = MN_P(int8_t, OUT);
     const int8_t *in = MN_P(const int8_t, IN);
     const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), c = MN_I(C), out_h = MN_I(OUT_H);
@@ -25,12 +27,16 @@ void mn_average_pool_2d_s8(const mn_word *args) {
                 const int8_t *window = in + (((size_t)b * in_h + y0) * in_w + x0) * c;
                 int8_t *o = stage ? staged : out + (((size_t)b * out_h + oy) * out_w + ox) * c;
                 for (int ch = 0; ch < c; ch++) {
-                    int32_t acc = 0;
+                    int32_t acc = average ? 0 : -128;
                     for (int y = 0; y < y1 - y0; y++) {
                         const int8_t *x = window + (size_t)y * in_w * c + ch;
-                        for (int k = 0; k < x1 - x0; k++) acc += x[k * c];
+                        if (average) {
+                            for (int k = 0; k < x1 - x0; k++) acc += x[k * c];
+                        } else {
+                            for (int k = 0; k < x1 - x0; k++) acc = mn_max(acc, x[k * c]);
+                        }
                     }
-                    acc = acc > 0 ? (acc + half) / count : (acc - half) / count;
+                    if (average) acc = acc > 0 ? (acc + half) / count : (acc - half) / count;
                     o[ch] = (int8_t)mn_clamp(acc, lo, hi);
                 }
                 if (stage) memcpy(out + (((size_t)b * out_h + oy) * out_w + ox) * c, staged, (size_t)c);
@@ -38,3 +44,7 @@ void mn_average_pool_2d_s8(const mn_word *args) {
         }
     }
 }
+
+void mn_average_pool_2d_s8(const mn_word *args) { pool(args, 1); }
+
+void mn_max_pool_2d_s8(const mn_word *args) { pool(args, 0); }
