@@ -73,13 +73,19 @@ def _interp(model: Any) -> Any:
     return it
 
 
+def _known_bytes(s: dict[str, int]) -> int:
+    """The 64-bit tail bytes whose layout is known: eval tensors, node structs, persistent I/O tensors with their
+    quantization, and micronn's own persistent data (the same arrays TFLM keeps)."""
+    return (24 * s["tensors"] + 64 * s["operators"] + 64 * s["io_tensors"] + 32 * s["quantized_io"]
+            + s["micronn_persistent"])
+
+
 def estimate_tflm_tail(model: Any) -> int:
     """TFLM's 64-bit persistent tail predicted from the graph (no wheel needed); ``model`` may be an Interpreter."""
     it = _interp(model)
     s = _structure(it)
     ops = [op.op for g in it.model.subgraphs for op in g.operators]
-    return (24 * s["tensors"] + 64 * s["operators"] + 64 * s["io_tensors"] + 32 * s["quantized_io"]
-            + s["micronn_persistent"] + _BASE + _PER_SUBGRAPH * (s["subgraphs"] - 1)
+    return (_known_bytes(s) + _BASE + _PER_SUBGRAPH * (s["subgraphs"] - 1)
             + _PER_SCRATCH * s["scratch_requests"] + sum(_PER_OP.get(op, _DEFAULT_OP) for op in ops))
 
 
@@ -124,8 +130,7 @@ def tflm_footprint(model: Any, head: int | None = None, measure: bool = True) ->
         how = "measured with the tflite-micro wheel"
     else:
         host_tail = estimate_tflm_tail(it)
-        remainder = host_tail - (24 * s["tensors"] + 64 * s["operators"] + 64 * s["io_tensors"]
-                                 + 32 * s["quantized_io"] + s["micronn_persistent"])
+        remainder = host_tail - _known_bytes(s)
         how = "estimated from the graph" + (f" (the wheel failed: {measured['error']})" if measured else "")
     m = cortex_m_tail(host_tail, s, remainder)
     return {
