@@ -16,10 +16,11 @@ import json
 import numpy as np
 
 from micronn import Interpreter
+from micronn.ir import random_inputs
 from micronn.micro.runtime import run_model
+from micronn.models import bundled_model
 from micronn.testing import T, op_model
 from micronn.tflite import schema
-from micronn.tools import bundled_model, random_inputs
 
 PAPER_CYCLES = {"person_detect": 18_990_800, "keyword_scrambled": 45_100}
 

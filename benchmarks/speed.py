@@ -15,8 +15,9 @@ import numpy as np
 from tflite_micro.python.tflite_micro import runtime
 
 from micronn import Interpreter
+from micronn.ir import random_inputs
+from micronn.models import bundled_model
 from micronn.tflite.reader import read
-from micronn.tools import bundled_model, random_inputs
 
 MODELS = ["person_detect", "keyword_scrambled", "micro_speech_quantized", "tiny_unet_static"]
 

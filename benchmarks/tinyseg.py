@@ -3,9 +3,10 @@
     python benchmarks/tinyseg.py [--json] [--latency] [MODEL.tflite ...]
 
 For each model: the TFLM wheel's measured arena for the original (head + tail), then micronn's steps (head planned
-by micronn + persistent tail as the wheel measures it, ``micronn.footprint.tflm_tail``), each step's reduction
-against the wheel, and whether the optimized model's outputs equal the wheel's on random inputs. For tiny_unet the
-paper's Figure 11 figures are printed alongside. ``--latency`` adds the Table-5-style breakdown (modeled ms).
+by micronn + persistent tail as micronn's model of TFLM predicts it, ``micronn.footprint.tflm_tail``: the wheel
+cannot run the custom ops), each step's reduction against the wheel, and whether the optimized model's outputs equal
+the wheel's on random inputs. For tiny_unet the paper's Figure 11 figures are printed alongside. ``--latency`` adds
+the Table-5-style breakdown (modeled ms).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from pathlib import Path
 
 import micronn
 from micronn import Interpreter
+from micronn.ir import random_inputs
 from micronn.testing import run_tflm, tflm_arena
 from micronn.tflite.reader import read
 from micronn.tinyseg import optimize
 from micronn.tinyseg.latency import breakdown
-from micronn.tools import random_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 # TinySeg (paper) §6.2.1 / Table 3 / Figure 11 for its Tiny U-Net: base 318.4 KB, -24.1% after temporary tensor

@@ -5,6 +5,7 @@ from micronn.errors import (
     InvokeError,
     MicronnError,
     ModelError,
+    OutputError,
     PrepareError,
     UnsupportedError,
 )
@@ -16,12 +17,12 @@ __all__ = [
     "InvokeError",
     "MicronnError",
     "ModelError",
+    "OutputError",
     "PrepareError",
     "UnsupportedError",
 ]
 
-from micronn.arena import SharedArena  # noqa: E402
-from micronn.interpreter import Interpreter  # noqa: E402
+from micronn.interpreter import Interpreter, SharedArena  # noqa: E402
 from micronn.kernels import Kernel, Node, register  # noqa: E402
 from micronn.resolver import OpResolver  # noqa: E402
 from micronn.tflite.reader import read  # noqa: E402

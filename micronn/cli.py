@@ -1,4 +1,5 @@
-"""``micronn`` command line: a thin layer over micronn.tools; every command has ``--json``."""
+"""``micronn`` command line: parses, calls one public function of the feature a command belongs to, prints.
+Every command has ``--json``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from micronn import tools
-from micronn.errors import MicronnError
+from micronn import analyze, micro, simulate, tinyseg
+from micronn.errors import MicronnError, writing
 from micronn.planners import Sharing
 
 
@@ -44,7 +45,7 @@ def _memory_lines(mem: dict[str, Any]) -> str:
 
 
 def cmd_demo(a: argparse.Namespace) -> Any:
-    res = tools.demo(a.image)
+    res = simulate.demo(a.image)
     if a.json:
         return res
     verdict = "a person" if res["person"] else "no person"
@@ -55,7 +56,7 @@ def cmd_demo(a: argparse.Namespace) -> Any:
 
 
 def cmd_info(a: argparse.Namespace) -> Any:
-    res = tools.info(a.model, cold_ranges=a.cold_ranges)
+    res = analyze.info(a.model, cold_ranges=a.cold_ranges)
     if a.json:
         return res
     print(f"{a.model}: {res['operators']} operators, {len(res['tensors'])} tensors, "
@@ -73,7 +74,7 @@ def cmd_info(a: argparse.Namespace) -> Any:
 
 
 def cmd_optimize(a: argparse.Namespace) -> Any:
-    res = tools.optimize(a.model, a.output, a.target_bytes, a.storage, report=a.report, seed=a.seed)
+    res = tinyseg.optimize_and_verify(a.model, a.output, a.target_bytes, a.storage, report=a.report, seed=a.seed)
     if a.json:
         return res
     rows = [[s["name"], f"{s['head_bytes']:,}", f"{s['tail_bytes']:,}", f"{s['total_bytes']:,}", s["change"][:80]]
@@ -98,10 +99,14 @@ def _load_inputs(paths: list[str] | None) -> list[np.ndarray] | None:
 
 
 def cmd_run(a: argparse.Namespace) -> Any:
-    res = tools.run(a.model, _load_inputs(a.input), seed=a.seed, arena_size=a.arena_size, profile=a.profile,
-                    device=a.device)
+    inputs = _load_inputs(a.input)
+    if a.device:
+        res = micro.run_model(a.model, a.device, inputs, profile=a.profile, seed=a.seed)
+    else:
+        res = simulate.run(a.model, inputs, seed=a.seed, arena_size=a.arena_size, profile=a.profile)
     if a.output:
-        np.savez(a.output, *res["outputs"])
+        with writing(a.output):
+            np.savez(a.output, *res["outputs"])
     if a.json:
         return res
     if a.device:
@@ -134,7 +139,7 @@ def _device_run(res: dict[str, Any], profile: bool) -> None:
 
 
 def cmd_devices(a: argparse.Namespace) -> Any:
-    res = tools.devices()
+    res = micro.devices()
     if a.json:
         return res
     print(_table([[d["name"], d["cpu"] or "-", d["backend"], "yes" if d["available"] else f"no: {d['reason']}"]
@@ -145,7 +150,7 @@ def cmd_devices(a: argparse.Namespace) -> Any:
 def cmd_plan(a: argparse.Namespace) -> Any:
     sharing = Sharing(alias=not a.no_alias, inplace=not a.no_inplace, overlap=not a.no_overlap,
                       fold_pad=not a.no_fold_pad, compact_scratch=not a.no_compact_scratch)
-    res = tools.plan(a.model, a.planner, False if a.no_sharing else sharing, offline_out=a.offline_out,
+    res = analyze.plan_report(a.model, a.planner, False if a.no_sharing else sharing, offline_out=a.offline_out,
                      plot=a.plot, compare=a.compare)
     if a.json:
         return res
@@ -169,7 +174,7 @@ def cmd_plan(a: argparse.Namespace) -> Any:
 
 
 def cmd_reorder(a: argparse.Namespace) -> Any:
-    res = tools.reorder(a.model, a.output)
+    res = analyze.reorder_report(a.model, a.output)
     if a.json:
         return res
     how = "exact search" if res["exact"] else "greedy (search space too large)"

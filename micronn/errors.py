@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class MicronnError(Exception):
     """Base class of every error micronn raises on purpose."""
@@ -41,3 +45,16 @@ class ArenaTooSmallError(MicronnError):
 
 class InvokeError(MicronnError):
     """Invoke was called in a state where it cannot run (not allocated, bad input)."""
+
+
+class OutputError(MicronnError):
+    """An output file cannot be written (missing folder, no permission, full disk)."""
+
+
+@contextmanager
+def writing(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn an operating-system failure while writing ``path`` into an :class:`OutputError` naming it."""
+    try:
+        yield
+    except OSError as e:
+        raise OutputError(f"cannot write {os.fspath(path)!r}: {e.strerror or e}") from e

@@ -20,16 +20,18 @@ shrinks only where it holds pointers; :func:`tflm_footprint` keeps it at its 64-
 is an upper bound (safe for ``kTensorArenaSize``), and also gives the lower bound with that remainder halved.
 The head is the same on both: tensor sizes and TFLM's 16-byte alignment do not depend on the pointer width.
 
-Measuring needs the ``tflite-micro`` wheel (a test dependency). Without it, or for models the wheel cannot run
-(micronn's custom ops), :func:`estimate_tflm_tail` predicts the 64-bit tail from the graph: the structures above,
-micronn's own persistent data, and per-operator constants fitted to the wheel on the models in ``tests/models``
-(within a few percent there; ``tests/test_footprint.py`` checks it).
+micronn answers from its own model of the tail: :func:`estimate_tflm_tail` predicts the 64-bit tail from the graph
+(the structures above, micronn's own persistent data, and per-operator constants fitted to the wheel on the models
+in ``tests/models``; within a few percent there, ``tests/test_footprint.py`` checks it). A figure the wheel measured
+can be passed in (``measured=``); ``micronn.testing.measured_tflm_footprint`` does that for tests and benchmarks,
+so the library never depends on its test oracle and gives the same answer on every install.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
+
+from micronn.interpreter import Interpreter
 
 POINTER_SHRINK = {  # 64-bit minus 32-bit bytes of one structure
     "TfLiteEvalTensor": 12, "NodeAndRegistration": 32, "TfLiteTensor": 28, "TfLiteAffineQuantization": 12,
@@ -65,8 +67,6 @@ def _structure(interp: Any) -> dict[str, int]:
 
 
 def _interp(model: Any) -> Any:
-    from micronn.interpreter import Interpreter
-
     it = model if isinstance(model, Interpreter) else Interpreter(model, planner="tflm")
     if not it._allocated:
         it.allocate_tensors()
@@ -99,28 +99,16 @@ def cortex_m_tail(host_tail: int, s: dict[str, int], remainder: int = 0) -> dict
     return {"tail_bytes": upper, "tail_bytes_low": upper - remainder // 2}
 
 
-def tflm_footprint(model: Any, head: int | None = None, measure: bool = True) -> dict[str, Any]:
+def tflm_footprint(model: Any, head: int | None = None, measured: dict[str, Any] | None = None) -> dict[str, Any]:
     """TFLM's arena for ``model`` (path, bytes, IR or Interpreter) on the host wheel and on a Cortex-M.
 
-    ``head``: the planned head to add (default: TFLM's own plan). With ``measure`` and the wheel installed the
-    host figures are measured; otherwise estimated (``"measured": False``).
+    ``head``: the planned head to add (default: TFLM's own plan). The host tail is micronn's estimate unless
+    ``measured`` gives the wheel's ``print_allocations`` figures (``{"tail": ..., "categories": ...}``, or
+    ``{"error": ...}`` when the wheel refused the model).
     """
     it = _interp(model)
     s = _structure(it)
     head = it.head if head is None else head
-    measured = None
-    if measure:
-        try:
-            from micronn.testing import tflm_allocations
-            from micronn.tflite.writer import write
-
-            data = (bytes(model) if isinstance(model, bytes | bytearray | memoryview)
-                    else Path(model).read_bytes() if isinstance(model, str | Path) else write(it.model))
-            measured = tflm_allocations(data)
-        except ImportError:
-            measured = None
-        except Exception as e:  # the wheel refused the model: estimate instead, and say why
-            measured = {"error": str(e).splitlines()[0]}
     if measured and "error" not in measured:
         host_tail = measured["tail"]
         cats = measured["categories"]
@@ -143,11 +131,10 @@ def tflm_footprint(model: Any, head: int | None = None, measure: bool = True) ->
     }
 
 
-
-def tflm_tail(model: Any, bits: int = 64, measure: bool = True) -> int:
-    """TFLM's persistent tail in bytes for ``model``: the host wheel's (``bits=64``) or a Cortex-M build's (32,
-    upper bound). Measured with the wheel when it can run the model, else estimated."""
+def tflm_tail(model: Any, bits: int = 64) -> int:
+    """TFLM's persistent tail in bytes for ``model`` as micronn estimates it: the host wheel's (``bits=64``) or a
+    Cortex-M build's (32, upper bound)."""
     if bits not in (32, 64):
         raise ValueError(f"bits must be 32 or 64, got {bits}")
-    f = tflm_footprint(model, measure=measure)
+    f = tflm_footprint(model)
     return f["host" if bits == 64 else "cortex_m"]["tail_bytes"]

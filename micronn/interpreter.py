@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from micronn import planners
-from micronn.arena import Arena, SharedArena
+from micronn.arena import Arena
 from micronn.errors import ArenaTooSmallError, InvokeError, MicronnError, UnsupportedError
 from micronn.ir import Model, Operator, Subgraph, Tensor
 from micronn.kernels import Kernel, Node
+from micronn.kernels._control_flow import ResourceVariables
 from micronn.resolver import OpResolver
-from micronn.subgraphs import ResourceVariables
 from micronn.tflite.reader import Source, read
 
 
@@ -107,7 +107,7 @@ class Interpreter:
                  planner: str | planners.Planner = "optimal", sharing: bool | planners.Sharing = True,
                  storage: Any = None):
         self.model = model if isinstance(model, Model) else read(model)
-        self._storage = storage  # where Spill/Fetch kernels keep spilled tensors (micronn.tinyseg.storage)
+        self._storage = storage  # where Spill/Fetch kernels keep spilled tensors (micronn.storage)
         self.resolver = resolver or OpResolver.all()
         self.planner = planners.get(planner)
         if sharing is True:
@@ -130,10 +130,10 @@ class Interpreter:
 
     @property
     def storage(self) -> Any:
-        """The ``micronn.tinyseg.storage.Storage`` spilled tensors go to: ``storage=`` or host RAM, made when first
+        """The ``micronn.storage.Storage`` spilled tensors go to: ``storage=`` or host RAM, made when first
         used."""
         if self._storage is None:
-            from micronn.tinyseg.storage import MemoryStorage
+            from micronn.storage import MemoryStorage
 
             self._storage = MemoryStorage()
         return self._storage
@@ -432,3 +432,45 @@ class Interpreter:
             "shared_groups": self.shared_groups, "plan_notes": self.plan.notes, "buffers": bufs,
             "tail": [{"what": e.what, "offset": e.offset, "size": e.size} for e in self._arena.tail],
         }
+
+
+class SharedArena:
+    """One arena for several models (multitenancy, TFLM paper section 4.5).
+
+    Persistent tails stack down from the top, one per interpreter; the non-persistent heads all start at
+    offset 0 and overlap, so the arena needs the largest head plus the sum of the tails. Because heads
+    overlap, set a model's inputs right before invoking it.
+
+        shared = SharedArena.sized_for(model_a, model_b)
+        a = Interpreter(model_a, arena=shared); b = Interpreter(model_b, arena=shared)
+    """
+
+    def __init__(self, memory: int | bytearray | memoryview | np.ndarray):
+        self.arena = Arena.of(memory)
+        self.tenants: list = []  # interpreters, in allocation order
+
+    @classmethod
+    def sized_for(cls, *models, **interpreter_kw) -> SharedArena:
+        """An arena exactly big enough for ``models`` (each a Model, path or bytes)."""
+        sizes = []
+        for m in models:
+            it = Interpreter(m, **interpreter_kw)
+            it.allocate_tensors()
+            sizes.append((it.head, it.tail))
+        return cls(max(h for h, _ in sizes) + sum(t for _, t in sizes))
+
+    @property
+    def size(self) -> int:
+        return self.arena.size
+
+    @property
+    def tail_used(self) -> int:
+        return sum(t.tail for t in self.tenants)
+
+    def report(self) -> dict:
+        """Per-tenant head/tail, the shared total, and what separate arenas would have cost."""
+        tenants = [{"head_bytes": t.head, "tail_bytes": t.tail} for t in self.tenants]
+        shared = max((t.head for t in self.tenants), default=0) + self.tail_used
+        separate = sum(t.head + t.tail for t in self.tenants)
+        return {"arena_bytes": self.size, "tenants": tenants, "shared_bytes": shared, "separate_bytes": separate,
+                "saved_bytes": separate - shared}

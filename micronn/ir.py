@@ -238,3 +238,34 @@ class Model:
                 if t not in ready:
                     raise ModelError(f"subgraph {sg.index}: output tensor {t} ({sg.tensors[t].name!r}) "
                                      "is never written")
+
+
+# Options fields naming the subgraphs a control-flow op runs, in the order TFLM plans them.
+CALLS: dict[str, tuple[str, ...]] = {
+    "IF": ("then_subgraph_index", "else_subgraph_index"),
+    "WHILE": ("cond_subgraph_index", "body_subgraph_index"),
+    "CALL_ONCE": ("init_subgraph_index",),
+}
+
+
+def called_subgraphs(op: Operator) -> list[int]:
+    """The subgraphs ``op`` may run (IF: then, else; WHILE: cond, body; CALL_ONCE: init); [] for other ops."""
+    if op.custom or op.op not in CALLS or op.options is None:
+        return []
+    return [int(getattr(op.options, name)) for name in CALLS[op.op]]
+
+
+def random_inputs(model: Model, seed: int = 0) -> list[np.ndarray]:
+    """Random values for every input of the main subgraph: the full range of integer types, [-1, 1) for floats."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in model.main.inputs:
+        t = model.main.tensors[i]
+        if t.dtype.kind in "iu":
+            info = np.iinfo(t.dtype)
+            out.append(rng.integers(info.min, info.max, t.shape, dtype=t.dtype, endpoint=True))
+        elif t.dtype == np.bool_:
+            out.append(rng.integers(0, 2, t.shape).astype(np.bool_))
+        else:
+            out.append(rng.uniform(-1, 1, t.shape).astype(t.dtype))
+    return out

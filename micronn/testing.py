@@ -27,6 +27,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,7 @@ __all__ = [
     "assert_same_as_tflm",
     "graph_ir",
     "graph_model",
+    "measured_tflm_footprint",
     "op_model",
     "random_inputs",
     "run_micronn",
@@ -236,7 +238,7 @@ def _as_ir(model: bytes | bytearray | memoryview | ir.Model) -> ir.Model:
 
 def random_inputs(model: bytes | bytearray | memoryview | ir.Model, seed: int = 0) -> list[np.ndarray]:
     """Random values for every input of the main subgraph: the full range of integer types, [-1, 1) for floats."""
-    from micronn.tools import random_inputs as from_ir
+    from micronn.ir import random_inputs as from_ir
 
     return from_ir(_as_ir(model), seed)
 
@@ -333,6 +335,25 @@ def tflm_allocations(model_bytes: bytes, arena_size: int | None = None) -> dict[
         raise TflmError(f"could not parse TFLM's print_allocations() output:\n{text}")
     found["categories"] = {k: (int(u), int(r), int(n)) for k, u, r, n in _CATEGORY.findall(text)}
     return found
+
+
+def measured_tflm_footprint(model: Any, head: int | None = None) -> dict[str, Any]:
+    """``micronn.footprint.tflm_footprint`` with the host tail measured by the wheel (the library only estimates
+    it); falls back to the estimate, saying why, for models the wheel refuses (micronn's custom ops)."""
+    from micronn.footprint import tflm_footprint
+    from micronn.interpreter import Interpreter
+
+    if isinstance(model, bytes | bytearray | memoryview):
+        data = bytes(model)
+    elif isinstance(model, str | Path):
+        data = Path(model).read_bytes()
+    else:
+        data = write(model.model if isinstance(model, Interpreter) else model)
+    try:
+        measured = tflm_allocations(data)
+    except Exception as e:  # the wheel refused the model: estimate instead, and say why
+        measured = {"error": str(e).splitlines()[0]}
+    return tflm_footprint(model, head, measured=measured)
 
 
 def tflm_arena(model_bytes: bytes, arena_size: int | None = None) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""The CLI: thin commands over micronn.tools, each with --json and non-zero exits on errors."""
+"""The CLI: thin commands over the features' public functions, each with --json and non-zero exits on errors."""
 
 from __future__ import annotations
 

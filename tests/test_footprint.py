@@ -9,7 +9,7 @@ import pytest
 
 from micronn import Interpreter
 from micronn.footprint import POINTER_SHRINK, estimate_tflm_tail, tflm_footprint
-from micronn.testing import T, op_model, tflm_arena
+from micronn.testing import T, measured_tflm_footprint, op_model, tflm_arena
 from micronn.tflite import schema
 
 MODELS = Path(__file__).parent.parent / "micronn" / "models"
@@ -20,7 +20,7 @@ ALL = sorted(MODELS.glob("*.tflite")) + sorted((Path(__file__).parent / "models"
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_host_tail_is_the_wheels_and_the_estimate_is_close(path: Path) -> None:
     data = path.read_bytes()
-    f = tflm_footprint(data)
+    f = measured_tflm_footprint(data)
     assert f["host"]["measured"] and f["host"]["tail_bytes"] == tflm_arena(data)["tail"]
     assert f["head_bytes"] == tflm_arena(data)["head"]  # planner="tflm": TFLM's own head
     # the per-op constants were fitted on these models: this checks the fit, the held-out test below the model
@@ -45,16 +45,16 @@ def test_estimate_on_models_it_was_not_fitted_to(cout: int) -> None:
 
 def test_cortex_m_tail_shrinks_exactly_the_pointer_structures() -> None:
     """person_detect: 89 tensors, 31 operators, 2 quantized I/O tensors."""
-    f = tflm_footprint(MODELS / "person_detect.tflite")
+    f = measured_tflm_footprint(MODELS / "person_detect.tflite")
     shrink = 89 * 12 + 31 * 32 + 2 * POINTER_SHRINK["TfLiteTensor"] + 2 * POINTER_SHRINK["TfLiteAffineQuantization"]
     assert f["host"]["tail_bytes"] == 29_968
     assert f["cortex_m"]["tail_bytes"] == 29_968 - shrink == 27_828
     assert f["cortex_m"]["total_bytes_low"] < f["cortex_m"]["total_bytes"] < f["host"]["total_bytes"]
 
 
-def test_estimate_without_the_wheel_for_custom_ops() -> None:
-    """A model the wheel cannot run still gets a figure, marked as estimated."""
+def test_the_library_answers_from_its_own_model() -> None:
+    """micronn.footprint never asks the wheel: the same figure on every install, marked as estimated."""
     it = Interpreter(MODELS / "person_detect.tflite")
-    f = tflm_footprint(it, measure=False)
+    f = tflm_footprint(it)
     assert not f["host"]["measured"] and f["head_bytes"] == it.head
     assert f["host"]["tail_bytes"] == estimate_tflm_tail(it)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from micronn.errors import InvokeError, PrepareError
+from micronn.kernels._control_flow import check_id_tensor, raw, resource_id
 from micronn.kernels.base import Kernel, Node, register
-from micronn.subgraphs import check_id_tensor, raw, resource_id
 
 
 @register

@@ -7,8 +7,8 @@ reset the resource variables hold their defaults and the init subgraph does not 
 
 from __future__ import annotations
 
+from micronn.kernels._control_flow import subgraph_index
 from micronn.kernels.base import Kernel, Node, register
-from micronn.subgraphs import subgraph_index
 
 
 @register

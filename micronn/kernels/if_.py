@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from micronn.kernels._control_flow import check_io, copy_tensors, raw, subgraph_index
 from micronn.kernels.base import Kernel, Node, register
-from micronn.subgraphs import check_io, copy_tensors, raw, subgraph_index
 
 
 @register

@@ -9,8 +9,8 @@ the output unwritten or overrunning it.
 from __future__ import annotations
 
 from micronn.errors import InvokeError
+from micronn.kernels._control_flow import check_id_tensor, raw, resource_id
 from micronn.kernels.base import Kernel, Node, register
-from micronn.subgraphs import check_id_tensor, raw, resource_id
 
 
 @register

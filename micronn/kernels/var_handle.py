@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from micronn.ir import RESOURCE
+from micronn.kernels._control_flow import raw
 from micronn.kernels.base import Kernel, Node, register
-from micronn.subgraphs import raw
 
 
 @register

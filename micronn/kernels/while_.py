@@ -11,8 +11,8 @@ types may differ), checked when they happen. micronn follows the same steps in t
 from __future__ import annotations
 
 from micronn.errors import InvokeError
+from micronn.kernels._control_flow import check_io, copy_tensors, raw, subgraph_index
 from micronn.kernels.base import Kernel, Node, register
-from micronn.subgraphs import check_io, copy_tensors, raw, subgraph_index
 
 
 @register

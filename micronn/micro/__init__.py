@@ -5,9 +5,11 @@ compilers in ``toolchain``, whole models in ``runtime``. Emulator and compiler i
 """
 
 from micronn.micro.device import Cost, DeviceFault, ExecResult, LowLevelDevice
+from micronn.micro.runtime import DeviceModel, devices, run_model
 from micronn.micro.session import DeviceArray, DeviceFunction, Module, Session, SessionError
 from micronn.micro.target import TARGETS, Target, get_target
 from micronn.micro.toolchain import ToolchainError
 
-__all__ = ["Cost", "DeviceArray", "DeviceFault", "DeviceFunction", "ExecResult", "LowLevelDevice", "Module",
-           "Session", "SessionError", "TARGETS", "Target", "ToolchainError", "get_target"]
+__all__ = ["Cost", "DeviceArray", "DeviceFault", "DeviceFunction", "DeviceModel", "ExecResult", "LowLevelDevice",
+           "Module", "Session", "SessionError", "TARGETS", "Target", "ToolchainError", "devices", "get_target",
+           "run_model"]

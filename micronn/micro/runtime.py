@@ -14,7 +14,8 @@ import numpy as np
 
 from micronn.errors import InvokeError
 from micronn.interpreter import Interpreter
-from micronn.ir import Model
+from micronn.ir import Model, random_inputs
+from micronn.micro import lower
 from micronn.micro.session import Session
 from micronn.micro.target import Target
 from micronn.tflite.reader import Source
@@ -28,8 +29,6 @@ class DeviceModel:
     """A model loaded onto ``sess``'s device; ``invoke(inputs)`` runs it there and returns the outputs."""
 
     def __init__(self, model: Model | Source | Interpreter, sess: Session):
-        from micronn.micro import lower
-
         self.sess = sess
         it = model if isinstance(model, Interpreter) else Interpreter(model)
         it.allocate_tensors()
@@ -121,8 +120,6 @@ def run_model(model: Model | Source, target: str | Target = "cortex-m4", inputs:
               *, profile: bool = False, seed: int = 0, **session_kw: Any) -> dict[str, Any]:
     """Run a model once on a device (target name or ``"qemu-m4"``/``"host"``); outputs, totals and, with
     ``profile``, per-op instructions and cycles."""
-    from micronn.tools import random_inputs
-
     it = Interpreter(model)
     xs = inputs if inputs is not None else random_inputs(it.model, seed)
     with Session(target, **session_kw) as sess:

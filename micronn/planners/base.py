@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from micronn.errors import ModelError
-from micronn.ir import Model, Subgraph
-from micronn.subgraphs import called_subgraphs
+from micronn.ir import Model, Subgraph, called_subgraphs
 
 ALIGN = 16
 

@@ -23,6 +23,7 @@ import flatbuffers
 import numpy as np
 
 from micronn import ir
+from micronn.errors import writing
 from micronn.tflite import schema
 
 FILE_IDENTIFIER = b"TFL3"
@@ -56,8 +57,9 @@ def write(model: ir.Model) -> bytes:
 
 def save(model: ir.Model, path: str | os.PathLike[str]) -> None:
     """Write ``model`` to the file ``path``."""
-    with open(path, "wb") as f:
-        f.write(write(model))
+    data = write(model)
+    with writing(path), open(path, "wb") as f:
+        f.write(data)
 
 
 @dataclass

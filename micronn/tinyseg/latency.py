@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from micronn.interpreter import Interpreter
-from micronn.ir import Model, Operator, Subgraph
+from micronn.ir import Model, Operator, Subgraph, random_inputs
+from micronn.storage import FlashStorage, open_storage
 from micronn.tflite.reader import Source, read
-from micronn.tools import random_inputs
+from micronn.tinyseg.transform import _options
 
 CLOCK_HZ = 480e6
 CYCLES_PER_BYTE = 2.0
@@ -58,8 +59,6 @@ def run(model: Model | Source, storage: str = "memory", *, compress: bool = Fals
         inputs: list[np.ndarray] | None = None) -> dict[str, Any]:
     """Invoke ``model`` once with a fresh storage of that kind, advancing the storage's clock by each operator's
     modeled compute time (so an asynchronous erase overlaps computation as on the dual-core chip)."""
-    from micronn.tinyseg.storage import open_storage
-
     m = model if isinstance(model, Model) else read(model)
     kw = {"async_erase": True} if async_erase else {}
     st = open_storage(storage, compress=compress, **kw)
@@ -86,9 +85,6 @@ def run(model: Model | Source, storage: str = "memory", *, compress: bool = Fals
 def predict(model: Model, storage: str = "memory") -> float:
     """Seconds for one inference, from compute and the storage's timing of each transfer (no run: for choosing among
     spill plans). Spills write (and erase) once; fetches read row by row as the kernels do."""
-    from micronn.tinyseg.storage import FlashStorage
-    from micronn.tinyseg.transform import _options
-
     timing = _timing(storage)
     sg = model.main
     total = compute_seconds(model)
@@ -114,8 +110,6 @@ _TIMINGS: dict[str, Any] = {}
 
 
 def _timing(storage: str) -> Any:
-    from micronn.tinyseg.storage import open_storage
-
     if storage not in _TIMINGS:
         st = open_storage(storage)
         _TIMINGS[storage] = st.timing

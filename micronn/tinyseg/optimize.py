@@ -1,6 +1,6 @@
 """TinySeg's optimizer loop (Algorithm 1), with micronn's planner doing the re-planning after every step.
 
-Steps, each measured as head (planned by micronn) + persistent tail (as TFLM measures it):
+Steps, each measured as head (planned by micronn) + persistent tail (TFLM's, as ``micronn.footprint`` predicts it):
 the TFLM baseline; micronn's planner; compact scratch (TRANSPOSE_CONV's int32 buffer as a band of rows: the paper's
 "temporary tensor quantization", done better); memory sharing (aliases, in-place ops, outputs streamed over their
 inputs); folding what is known before running (shape computations, PADs of nothing); then, while the total shrinks
@@ -25,13 +25,14 @@ from micronn.planners.base import footprint
 from micronn.tflite.reader import Source, read
 from micronn.tinyseg import transform
 from micronn.tinyseg.cold import cold_ranges
+from micronn.tinyseg.latency import predict
 
 VICTIMS_TRIED = 3
 
 
 def tflm_tail(it: Interpreter) -> int:
-    """The persistent tail as the TFLM wheel (64-bit) measures it; estimated from the graph for models with
-    micronn's custom ops, which the wheel cannot run (``micronn.footprint``)."""
+    """TFLM's persistent tail on the 64-bit host, as micronn's model of it predicts (``micronn.footprint``): the
+    wheel cannot run micronn's custom ops, so every step is priced the same way."""
     return _tflm_tail(it, 64)
 
 
@@ -153,7 +154,6 @@ def optimize(model: Model | Source, target_bytes: int | None = None, storage: st
     ``storage`` names the backend whose latency breaks ties between equally small spill plans.
     """
     m = model if isinstance(model, Model) else read(model)
-    from micronn.tinyseg.latency import predict
 
     def lat(x: Model) -> float:
         return predict(x, storage) if latency else 0.0

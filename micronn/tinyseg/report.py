@@ -1,5 +1,5 @@
 """The HTML report of ``micronn optimize --report``: the peak after each step (the paper's Figure 11), the arena
-plans before and after (``micronn.plot``) and, if given, the Table-5-style latency breakdown."""
+plans before and after (``micronn.planners.plot``) and, if given, the Table-5-style latency breakdown."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from typing import Any
 
 from micronn.interpreter import Interpreter
 from micronn.ir import Model
+from micronn.planners.plot import plot_plan
 from micronn.tinyseg.optimize import Result
 
 
 def _plan_svg(model: Model, title: str, **kw: Any) -> str:
-    from micronn.plot import plot_plan
-
     it = Interpreter(model, **kw)
     report = it.arena_report()
     report["planner"] = title

@@ -23,6 +23,7 @@ import numpy as np
 from flatbuffers import flexbuffers
 
 from micronn.errors import MicronnError
+from micronn.interpreter import Interpreter
 from micronn.ir import Model, Operator, Subgraph, Tensor
 from micronn.kernels.fetch_conv_2d import CONV_OPTIONS
 from micronn.kernels.spill import custom_options
@@ -245,8 +246,6 @@ def stream_input(model: Model, op_index: int, tensor: int) -> Model:
 def fold_constants(model: Model) -> Model:
     """Replace small operators whose result is known before running (SHAPE of a static shape, then anything over
     constants only) by constants, computed by micronn's own kernels so the bytes are the runtime's."""
-    from micronn.interpreter import Interpreter
-
     model, sg = _copy(model)
     keep = []
     for op in sg.operators:

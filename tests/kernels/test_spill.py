@@ -9,9 +9,9 @@ import pytest
 from micronn import Interpreter
 from micronn.errors import MicronnError, PrepareError
 from micronn.kernels.spill import custom_options
+from micronn.storage import MemoryStorage, StorageError
 from micronn.testing import Graph, Op, T, graph_ir, random_inputs
 from micronn.tflite.writer import write
-from micronn.tinyseg.storage import MemoryStorage, StorageError
 
 Q = dict(scale=0.05, zero_point=3)
 

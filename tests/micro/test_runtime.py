@@ -9,12 +9,13 @@ import pytest
 
 from micronn import Interpreter
 from micronn.cli import main
+from micronn.ir import random_inputs
 from micronn.micro.gdb import qemu_available
 from micronn.micro.runtime import DeviceModel, run_model
 from micronn.micro.session import Session
+from micronn.models import bundled_model
 from micronn.testing import T, op_model
 from micronn.tflite import schema
-from micronn.tools import bundled_model, random_inputs
 
 
 def conv(h: int = 9, cin: int = 3, cout: int = 8, k: int = 3, seed: int = 0) -> bytes:

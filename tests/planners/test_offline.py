@@ -7,10 +7,10 @@ import pytest
 from conftest import model_bytes
 
 from micronn import Interpreter, ModelError, planners, read
+from micronn.analyze import plan_report as plan
 from micronn.planners.offline import offline_metadata, with_offline_plan
 from micronn.testing import assert_same_as_tflm, tflm_arena
 from micronn.tflite.writer import write
-from micronn.tools import plan
 
 
 @pytest.mark.parametrize("planner", ["optimal", "linear"])

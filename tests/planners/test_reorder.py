@@ -6,11 +6,11 @@ import numpy as np
 from conftest import model_bytes
 
 from micronn import read
+from micronn.analyze import reorder_report as reorder_tool
 from micronn.ir import Padding
 from micronn.planners.reorder import best_order, peak_of_order, reorder
 from micronn.testing import Graph, Op, T, assert_same_as_tflm, graph_model, tflm_arena
 from micronn.tflite.writer import write
-from micronn.tools import reorder as reorder_tool
 
 
 def _branchy(bad_order: bool) -> bytes:

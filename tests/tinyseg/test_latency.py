@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from micronn.models import bundled_model
 from micronn.tflite.reader import read
 from micronn.tinyseg import latency, optimize
-from micronn.tools import bundled_model
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

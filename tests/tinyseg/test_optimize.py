@@ -11,11 +11,12 @@ import pytest
 
 from micronn import Interpreter
 from micronn.cli import main
+from micronn.ir import random_inputs
+from micronn.models import bundled_model
+from micronn.storage import open_storage
 from micronn.testing import run_tflm
 from micronn.tflite.reader import read
 from micronn.tinyseg import optimize
-from micronn.tinyseg.storage import open_storage
-from micronn.tools import bundled_model, random_inputs
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 GOAL = 127_000

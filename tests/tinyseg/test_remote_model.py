@@ -10,9 +10,9 @@ import pytest
 
 from micronn import Interpreter
 from micronn.errors import MicronnError
+from micronn.storage.remote import RemoteStorage, serve
 from micronn.testing import random_inputs
 from micronn.tinyseg import optimize
-from micronn.tinyseg.remote import RemoteStorage, serve
 
 UNET = Path(__file__).parent.parent.parent / "micronn" / "models" / "tiny_unet.tflite"
 

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 from micronn import Interpreter
+from micronn.ir import random_inputs
+from micronn.models import bundled_model
+from micronn.storage import MemoryStorage
 from micronn.testing import Graph, Op, T, graph_ir
 from micronn.tflite.reader import read
 from micronn.tflite.writer import write
 from micronn.tinyseg import cold_ranges, transform
-from micronn.tinyseg.storage import MemoryStorage
-from micronn.tools import bundled_model, random_inputs
 
 Q = dict(scale=0.05, zero_point=-3)
 

@@ -17,7 +17,7 @@ import zlib
 
 import numpy as np
 
-from micronn.tinyseg.storage import Buffer, Storage, StorageError, as_bytes, check_range
+from micronn.storage.base import Buffer, Storage, StorageError, as_bytes, check_range
 
 
 def compress(data: Buffer) -> bytes:

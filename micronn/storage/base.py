@@ -530,25 +530,3 @@ def _runs(sectors: list[int]) -> list[list[int]]:
         else:
             runs.append([s])
     return runs
-
-
-def open_storage(kind: str, compress: bool = False, **kw: Any) -> Storage:
-    """A storage by name: ``memory``, ``flash``/``stm32h7`` (internal), ``qspi`` (external NOR), ``file`` or
-    ``remote`` (a TCP host; without ``port``, a local host is started and owned by the client).
-    ``compress=True`` wraps it in the §5.1 codec (``chunk=`` sets its chunk size)."""
-    chunk = kw.pop("chunk", 4096) if compress else None
-    if kind == "memory":
-        st: Storage = MemoryStorage(**kw)
-    elif kind in ("flash", "stm32h7", "qspi"):
-        st = FlashStorage.preset("stm32h7" if kind == "flash" else kind, **kw)
-    elif kind == "file":
-        st = FileStorage(**kw)
-    elif kind == "remote":
-        from micronn.tinyseg.remote import RemoteStorage
-        st = RemoteStorage.local(**kw) if "port" not in kw else RemoteStorage(**kw)
-    else:
-        raise StorageError(f"unknown storage kind {kind!r}: use memory, flash, stm32h7, qspi, file or remote")
-    if compress:
-        from micronn.tinyseg.compress import Compressed
-        st = Compressed(st, chunk=chunk)
-    return st

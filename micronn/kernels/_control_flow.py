@@ -21,21 +21,7 @@ from typing import Any
 import numpy as np
 
 from micronn.errors import InvokeError
-from micronn.ir import RESOURCE, Operator, Subgraph, Tensor
-
-# Options fields naming the subgraphs a control-flow op runs, in the order TFLM plans them.
-CALLS: dict[str, tuple[str, ...]] = {
-    "IF": ("then_subgraph_index", "else_subgraph_index"),
-    "WHILE": ("cond_subgraph_index", "body_subgraph_index"),
-    "CALL_ONCE": ("init_subgraph_index",),
-}
-
-
-def called_subgraphs(op: Operator) -> list[int]:
-    """The subgraphs ``op`` may run (IF: then, else; WHILE: cond, body; CALL_ONCE: init); [] for other ops."""
-    if op.custom or op.op not in CALLS or op.options is None:
-        return []
-    return [int(getattr(op.options, name)) for name in CALLS[op.op]]
+from micronn.ir import RESOURCE, Subgraph, Tensor
 
 
 def copy_tensors(dst: list[np.ndarray], src: list[np.ndarray], what: str) -> None:

@@ -6,7 +6,7 @@ import pytest
 from conftest import model_bytes
 
 from micronn import MicronnError
-from micronn.tools import plan
+from micronn.analyze import plan_report as plan
 
 pytest.importorskip("matplotlib")
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import micronn
-from micronn.tinyseg.compress import Compressed, compress, decompress
-from micronn.tinyseg.storage import FlashStorage, MemoryStorage, StorageError
+from micronn.storage import FlashStorage, MemoryStorage, StorageError
+from micronn.storage.compress import Compressed, compress, decompress
 
 TINY_UNET = Path("/work/shared/models/tiny_unet.tflite")
 if not TINY_UNET.exists():

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from micronn.errors import MicronnError
-from micronn.tinyseg.compress import Compressed
-from micronn.tinyseg.storage import (
+from micronn.storage import (
+    Compressed,
     FileStorage,
     FlashStorage,
     MemoryStorage,

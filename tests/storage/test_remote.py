@@ -10,8 +10,8 @@ import threading
 import numpy as np
 import pytest
 
-from micronn.tinyseg.compress import Compressed
-from micronn.tinyseg.remote import (
+from micronn.storage import Compressed, FileStorage, StorageError, open_storage
+from micronn.storage.remote import (
     BAD_FRAME,
     GET,
     HEADER,
@@ -23,7 +23,6 @@ from micronn.tinyseg.remote import (
     read_frame,
     serve,
 )
-from micronn.tinyseg.storage import FileStorage, StorageError, open_storage
 
 X = np.arange(10_000, dtype=np.uint32).view(np.uint8)[:30_000].copy()
 

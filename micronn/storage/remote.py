@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from micronn.tinyseg.storage import MemoryStorage, Storage, StorageError, Timing
+from micronn.storage.base import MemoryStorage, Storage, StorageError, Timing
 
 MAGIC, VERSION = b"MNSP", 1
 PUT, GET, DROP, PING = 1, 2, 3, 4

@@ -1,0 +1,69 @@
+"""``micronn plan`` and ``micronn reorder``: the arena plan as data (with TFLM's whole arena, offline-plan export and
+pictures), and the operator order with the smallest peak written back as .tflite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from micronn.footprint import tflm_footprint
+from micronn.interpreter import Interpreter
+from micronn.ir import Model
+from micronn.planners import Sharing
+from micronn.planners.offline import with_offline_plan
+from micronn.planners.plot import plot_plan
+from micronn.planners.reorder import best_order, peak_of_order, reorder
+from micronn.tflite.reader import Source, read
+from micronn.tflite.writer import save
+
+
+def plan_report(model: Model | Source, planner: str = "optimal", sharing: bool | Sharing = True, *,
+                offline_out: str | None = None, plot: str | None = None, compare: str | None = None) -> dict[str, Any]:
+    """The arena plan of ``planner``: head/tail/total, lower bound and every buffer's offset and lifetime,
+    and (``target``) the whole arena TFLM needs with this head on the host and on a 32-bit Cortex-M.
+
+    ``offline_out`` writes the model with the plan as TFLM offline-plan metadata (plans without memory
+    sharing only: TFLM places each tensor at its own offset) and reports the head TFLM will plan for it;
+    ``plot`` draws the plan (png/svg/html), beside the ``compare`` planner's if given.
+    """
+    m = model if isinstance(model, Model) else read(model)
+    it = Interpreter(m, planner=planner, sharing=sharing)
+    report = it.arena_report()
+    # the arena to give TFLM running this plan (offline), on the host wheel and on a 32-bit Cortex-M
+    report["target"] = tflm_footprint(m, head=report["head_bytes"])
+    if offline_out is not None:
+        if it.sharing != Sharing.none():  # TFLM runs its own kernels on the file as written
+            it = Interpreter(m, planner=planner, sharing=False)
+            it.allocate_tensors()
+            report["offline_plan_note"] = ("TFLM runs the model as written with its own kernels' scratch: wrote the "
+                                           "plan without memory sharing, PAD folding or compact scratch")
+        out = with_offline_plan(m, it.plan)
+        save(out, offline_out)
+        tflm = Interpreter(out, planner="tflm")
+        tflm.allocate_tensors()
+        report["offline"] = {"path": offline_out, "head_bytes": it.head, "tflm_head_bytes": tflm.head,
+                             "tflm_original_head_bytes": Interpreter(m, planner="tflm").arena_report()["head_bytes"]}
+    if plot is not None:
+        other = Interpreter(m, planner=compare).arena_report() if compare else None
+        report["plot"] = str(plot_plan(report, plot, other))
+    return report
+
+
+def reorder_report(model: Model | Source, output: str | None = None, max_states: int = 200_000) -> dict[str, Any]:
+    """Find the operator order with the smallest peak live set; write it as .tflite to ``output``."""
+    m = model if isinstance(model, Model) else read(model)
+    it = Interpreter(m, planner="tflm")
+    it.allocate_tensors()
+    scratch = {r.scratch[0]: r.size for r in it.requests if r.scratch is not None and r.subgraph == 0}
+    n = len(m.main.operators)
+    order, exact = best_order(m.main, scratch, max_states)
+    out = reorder(m, order)
+    res: dict[str, Any] = {"order": order, "exact": exact, "changed": order != list(range(n)),
+                           "peak_before_bytes": peak_of_order(m.main, list(range(n)), scratch),
+                           "peak_after_bytes": peak_of_order(m.main, order, scratch)}
+    tflm_after = Interpreter(out, planner="tflm")
+    tflm_after.allocate_tensors()
+    res["tflm_head_before_bytes"], res["tflm_head_after_bytes"] = it.head, tflm_after.head
+    if output is not None:
+        save(out, output)
+        res["path"] = output
+    return res
