@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from micronn.errors import MicronnError
 from micronn.planners import align
 
 
@@ -38,8 +39,18 @@ class Arena:
         if memory is None:
             return cls(None)
         if isinstance(memory, int):
-            return cls(np.zeros(memory, np.uint8))
-        return cls(np.frombuffer(memory, np.uint8))
+            try:
+                return cls(np.zeros(memory, np.uint8))
+            except (MemoryError, ValueError) as e:  # more than the address space or the machine can give
+                raise MicronnError(f"cannot allocate an arena of {memory:,} bytes: {e}") from e
+        try:
+            buf = np.frombuffer(memory, np.uint8)
+        except (TypeError, ValueError) as e:
+            raise MicronnError(f"an arena must be a writable, contiguous buffer of bytes, got {type(memory).__name__}: "
+                               f"{e}") from e
+        if not buf.flags.writeable:
+            raise MicronnError(f"an arena must be writable, got a read-only {type(memory).__name__}")
+        return cls(buf)
 
     @property
     def size(self) -> int:

@@ -1,17 +1,29 @@
 """``micronn`` command line: parses, calls one public function of the feature a command belongs to, prints.
-Every command has ``--json``."""
+Every command has ``--json``.
+
+Failures never show a traceback. Each prints one line on stderr starting ``micronn: error:`` (and, with ``--json``,
+a JSON object ``{"error": kind, "message": ..., "exit_code": n}`` on stdout) and exits with:
+
+* 1: a ``MicronnError`` (bad model, input, output path, option value, device fault, ...) or an operating-system
+  error (``OSError``) no library function turned into one;
+* 2: a usage error (argparse's convention: unknown command or option, missing or malformed argument), or an
+  unexpected exception: a bug in micronn, named by its type; ``MICRONN_DEBUG=1`` shows its traceback;
+* 130: interrupted (Ctrl-C); 141, silently: the reader of stdout went away (``| head``), as with SIGPIPE.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Any
+import traceback
+from typing import Any, NoReturn
 
 import numpy as np
 
 from micronn import analyze, micro, simulate, tinyseg
-from micronn.errors import MicronnError, writing
+from micronn.errors import MicronnError
 from micronn.planners import Sharing
 
 
@@ -89,24 +101,18 @@ def cmd_optimize(a: argparse.Namespace) -> Any:
     return None
 
 
-def _load_inputs(paths: list[str] | None) -> list[np.ndarray] | None:
-    if not paths:
-        return None
-    try:
-        return [np.load(p) for p in paths]
-    except (OSError, ValueError) as e:
-        raise MicronnError(f"cannot load input: {e}") from e
-
-
 def cmd_run(a: argparse.Namespace) -> Any:
-    inputs = _load_inputs(a.input)
-    if a.device:
+    inputs = simulate.load_inputs(a.input) if a.input else None
+    if a.device is not None:
+        if a.arena_size is not None:
+            raise _UsageError("--arena-size applies to host runs; a device run places the arena itself")
+        if a.output is not None:
+            simulate.check_output(a.output)
         res = micro.run_model(a.model, a.device, inputs, profile=a.profile, seed=a.seed)
+        if a.output is not None:
+            res["path"] = simulate.save_outputs(a.output, res["outputs"])
     else:
-        res = simulate.run(a.model, inputs, seed=a.seed, arena_size=a.arena_size, profile=a.profile)
-    if a.output:
-        with writing(a.output):
-            np.savez(a.output, *res["outputs"])
+        res = simulate.run(a.model, inputs, seed=a.seed, arena_size=a.arena_size, profile=a.profile, output=a.output)
     if a.json:
         return res
     if a.device:
@@ -122,6 +128,8 @@ def cmd_run(a: argparse.Namespace) -> Any:
         print(f"kernels {p['kernel_ns'] / 1e3:,.1f} us, total {p['total_ns'] / 1e3:,.1f} us, "
               f"interpreter overhead {p['overhead_ns'] / 1e3:,.1f} us "
               f"({100 * p['overhead_ns'] / max(p['total_ns'], 1):.1f}%)")
+    if res.get("path"):
+        print(f"wrote {res['path']}")
     return None
 
 
@@ -185,8 +193,83 @@ def cmd_reorder(a: argparse.Namespace) -> Any:
     return None
 
 
+class _UsageError(Exception):
+    """A command line argparse cannot use; reported by :func:`main` like every other error."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one ``micronn: error:`` line (no usage dump) that ``main`` prints."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(message)
+
+
+def _non_negative(s: str) -> int:
+    """An argparse type: a whole number >= 0 (bytes, seeds), so ``--arena-size -5`` is a usage error."""
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {s!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {v}")
+    return v
+
+
+def _fail(kind: str, message: str, code: int, as_json: bool) -> int:
+    """Report one failure: one line on stderr, and the JSON error object on stdout with ``--json``."""
+    message = " ".join(str(message).split()) or kind  # one line, whatever the message held
+    print(f"micronn: error: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": kind, "message": message, "exit_code": code}))
+    return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so Python's final flush of a broken pipe prints no second error."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):  # no real stdout (captured in tests): nothing to silence
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="micronn", description="Run TFLite models byte-identically to TFLM.")
+    """Run one command; returns the exit status (see the module docstring), never raises."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        a = _parser().parse_args(argv)
+    except _UsageError as e:
+        return _fail("UsageError", str(e), 2, "--json" in argv)
+    except SystemExit as e:  # --help (or --version) printed what was asked
+        return e.code if isinstance(e.code, int) else 0
+    as_json = getattr(a, "json", False)
+    try:
+        res = a.fn(a)
+        if res is not None:
+            print(json.dumps(_jsonable(res), indent=1))
+    except _UsageError as e:
+        return _fail("UsageError", str(e), 2, as_json)
+    except MicronnError as e:
+        return _fail(type(e).__name__, str(e), 1, as_json)
+    except KeyboardInterrupt:
+        return _fail("KeyboardInterrupt", "interrupted", 130, as_json)
+    except BrokenPipeError:  # the reader left (| head): it asked for no more, so no error either
+        _silence_stdout()
+        return 141
+    except OSError as e:  # the environment, not micronn: a full disk, a vanished file
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        return _fail(type(e).__name__, f"{e.strerror or e}{where}", 1, as_json)
+    except Exception as e:  # a bug: say which, never silently; the traceback on request
+        if os.environ.get("MICRONN_DEBUG"):
+            traceback.print_exc()
+        return _fail(type(e).__name__, f"internal error: {type(e).__name__}: {e} (a bug in micronn; "
+                     "MICRONN_DEBUG=1 shows the traceback)", 2, as_json)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="micronn", description="Run TFLite models byte-identically to TFLM.")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def add(name: str, fn: Any, help_: str) -> argparse.ArgumentParser:
@@ -204,8 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("model")
     sp.add_argument("--input", action="append", help="a .npy file per model input, in order")
     sp.add_argument("--output", help="write the outputs to this .npz")
-    sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--arena-size", type=int)
+    sp.add_argument("--seed", type=_non_negative, default=0)
+    sp.add_argument("--arena-size", type=_non_negative, help="arena bytes (default: exactly what the model needs)")
     sp.add_argument("--profile", action="store_true", help="per-op times and interpreter overhead")
     sp.add_argument("--device", help="run every op on a device: cortex-m4|cortex-m7|cortex-m33|cortex-m0|qemu-m4|host")
     sp = add("plan", cmd_plan, "the arena plan: every buffer's offset, size and lifetime")
@@ -229,25 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     sp = add("optimize", cmd_optimize, "TinySeg: spill idle tensors and fuse their fetching to shrink the arena")
     sp.add_argument("model")
     sp.add_argument("-o", "--output", help="write the optimized model here")
-    sp.add_argument("--target-bytes", type=int,
+    sp.add_argument("--target-bytes", type=_non_negative,
                     help="stop once head + tail is at most this (default: as low as it goes)")
     sp.add_argument("--storage", default="memory", choices=["memory", "flash", "qspi", "file", "remote"],
                     help="where spilled tensors go when checking the result (and whose latency breaks ties)")
     sp.add_argument("--report", help="write an HTML report: steps, plans before/after, latency breakdown")
-    sp.add_argument("--seed", type=int, default=0)
-
-    a = p.parse_args(argv)
-    try:
-        res = a.fn(a)
-    except MicronnError as e:
-        if getattr(a, "json", False):
-            print(json.dumps({"error": type(e).__name__, "message": str(e)}))
-        else:
-            print(f"micronn: error: {e}", file=sys.stderr)
-        return 1
-    if res is not None:
-        print(json.dumps(_jsonable(res), indent=1))
-    return 0
+    sp.add_argument("--seed", type=_non_negative, default=0)
+    return p
 
 
 if __name__ == "__main__":

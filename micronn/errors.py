@@ -51,6 +51,19 @@ class OutputError(MicronnError):
     """An output file cannot be written (missing folder, no permission, full disk)."""
 
 
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Refuse an output path that cannot be written before the work that produces it, not after: its folder must
+    exist and be writable, and the path must not be a folder."""
+    p = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(p))
+    if os.path.isdir(p):
+        raise OutputError(f"cannot write {p!r}: it is a directory")
+    if not os.path.isdir(folder):
+        raise OutputError(f"cannot write {p!r}: no directory {folder!r}")
+    if not os.access(folder, os.W_OK):
+        raise OutputError(f"cannot write {p!r}: directory {folder!r} is not writable")
+
+
 @contextmanager
 def writing(path: str | os.PathLike[str]) -> Iterator[None]:
     """Turn an operating-system failure while writing ``path`` into an :class:`OutputError` naming it."""

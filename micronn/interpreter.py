@@ -7,19 +7,29 @@ dialects, so scripts port by changing an import.
 
 from __future__ import annotations
 
+import os
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from micronn import planners
 from micronn.arena import Arena
-from micronn.errors import ArenaTooSmallError, InvokeError, MicronnError, UnsupportedError
+from micronn.errors import ArenaTooSmallError, InvokeError, MicronnError, ModelError, PrepareError, UnsupportedError
 from micronn.ir import Model, Operator, Subgraph, Tensor
 from micronn.kernels import Kernel, Node
 from micronn.kernels._control_flow import ResourceVariables
 from micronn.resolver import OpResolver
 from micronn.tflite.reader import Source, read
+
+
+class _HeadPlan(NamedTuple):
+    """One planning of the arena head: what the kernels asked for, what sharing made of it, and where it all goes."""
+
+    base_requests: list[planners.Request]
+    requests: list[planners.Request]
+    shared_groups: list[list[int]]
+    plan: planners.Plan
 
 
 class _Node(Node):
@@ -100,12 +110,28 @@ class Interpreter:
     the arena is sized to exactly what the model needs. ``planner`` picks the memory planner
     (``"optimal"`` by default, ``"tflm"`` for TFLM's exact plan); ``sharing`` lets outputs alias,
     overwrite or stream over dying inputs (see ``micronn.planners.sharing``; never with ``"tflm"``).
+
+    Call order: ``allocate_tensors()`` may be called explicitly (LiteRT's order) or left out: the first call that
+    needs tensors (``invoke``, ``set_input``, ``get_output``, ``tensor``, ``arena_report``, ...) allocates, so code
+    written for LiteRT and for the ``tflite_micro`` runtime (which allocates when it loads) both run. Allocating
+    again is allowed and prepares into a fresh arena: inputs set and views taken before it are stale. Misuse (wrong
+    dtype or shape, an index that is not an in-range integer, ...) raises a ``MicronnError``, never a numpy or
+    Python error.
     """
 
     def __init__(self, model: Model | Source, arena_size: int | None = None, resolver: OpResolver | None = None,
                  *, arena: bytearray | memoryview | np.ndarray | SharedArena | None = None,
                  planner: str | planners.Planner = "optimal", sharing: bool | planners.Sharing = True,
                  storage: Any = None):
+        if not isinstance(model, (Model, str, os.PathLike, bytes, bytearray, memoryview)):
+            raise ModelError(f"a model is a path, bytes, bytearray, memoryview or micronn Model, not "
+                             f"{type(model).__name__}" + (" (wrap an array in memoryview())"
+                                                          if isinstance(model, np.ndarray) else ""))
+        if arena_size is not None and (isinstance(arena_size, bool) or not isinstance(arena_size, (int, np.integer))
+                                       or arena_size < 0):
+            raise MicronnError(f"arena_size must be a non-negative number of bytes, got {arena_size!r}")
+        if not isinstance(sharing, (bool, planners.Sharing)):
+            raise MicronnError(f"sharing must be True, False or a micronn.planners.Sharing, got {sharing!r}")
         self.model = model if isinstance(model, Model) else read(model)
         self._storage = storage  # where Spill/Fetch kernels keep spilled tensors (micronn.storage)
         self.resolver = resolver or OpResolver.all()
@@ -120,9 +146,7 @@ class Interpreter:
         self.subgraph = self.model.main
         if arena is not None and arena_size is not None:
             raise MicronnError("give either arena_size or arena, not both")
-        if arena_size is not None and arena_size < 0:
-            raise MicronnError(f"arena_size must be positive, got {arena_size}")
-        self._memory = arena if arena is not None else arena_size
+        self._memory = arena if arena is not None else None if arena_size is None else int(arena_size)
         self._allocated = False
         self.profiling = False
         self.op_times_ns: list[int] = []
@@ -179,8 +203,12 @@ class Interpreter:
             raise UnsupportedError(missing)
         self._kernels, self._nodes = self._all_kernels[0], self._all_nodes[0]
 
-    def _build(self, arena: Arena) -> int:
-        """Prepare every kernel and plan the head into ``arena``; returns the bytes needed."""
+    def _build(self, arena: Arena, planned: _HeadPlan | None = None) -> _HeadPlan:
+        """Prepare every kernel into ``arena``, plan the head (or reuse ``planned``, made by an earlier prepare of
+        this interpreter) and make every tensor view. A measuring arena (no buffer) stops after planning.
+
+        Raises ``ArenaTooSmallError`` before making any view, so a failed build never leaves tensors half placed.
+        """
         sg = self.subgraph
         self._arena = arena
         self.resources = ResourceVariables()  # resource variables, shared by all subgraphs
@@ -211,23 +239,22 @@ class Interpreter:
         scratch = {(n.subgraph, n.index): n.scratch_sizes for ns in self._all_nodes for n in ns if n.scratch_sizes}
         # one timeline over the main subgraph and those its control flow calls; TFLM also plans tensors nothing
         # touches (at time -1), which only its exact planner reproduces
-        self.base_requests = planners.tensor_requests(
+        base_requests = planners.tensor_requests(
             self.model, scratch, planners.offline_offsets(self.model, every_subgraph=True), bound=self._bound,
             keep_unused=self.planner.name == "tflm")
-        # sharing pairs tensors of the main subgraph only
-        sharing = self.sharing if all(r.subgraph == 0 for r in self.base_requests) else planners.Sharing.none()
-        kernels = {n.index: k for n, k in zip(self._all_nodes[0], self._kernels)}
-        self.requests, self.shared_groups = planners.share(
-            sg, self.base_requests, sharing, lambda op: getattr(kernels.get(op.index), "reads_input_first", False))
-        self.plan = self.planner.plan(self.requests)
-        if self.shared_groups:  # sharing is chosen with quick plans; keep it only if the real plan agrees
-            unshared = self.planner.plan(self.base_requests)
-            if unshared.head <= self.plan.head:
-                self.requests, self.shared_groups, self.plan = self.base_requests, [], unshared
+        if planned is None:
+            planned = self._plan_head(sg, base_requests)
+        elif base_requests != planned.base_requests:  # the plan would not hold what the kernels now ask for
+            raise PrepareError("the kernels asked for different arena memory when prepared a second time "
+                               "(a kernel's prepare is not deterministic), so the arena sized for the first "
+                               "prepare does not fit")
+        self.base_requests, self.requests, self.shared_groups, self.plan = planned
         self.head, self.tail = self.plan.head, arena.tail_used
+        if arena.buf is None:
+            return planned
         needed = self.head + self.tail + arena.tail_base
-        if arena.buf is None or needed > arena.size:
-            return needed
+        if needed > arena.size:
+            raise ArenaTooSmallError(needed, arena.size, self.head, self.tail + arena.tail_base)
         for nodes in self._all_nodes:
             for node in nodes:
                 node.scratch_views = [None] * len(node.scratch_sizes)
@@ -244,21 +271,37 @@ class Interpreter:
             for t in g.tensors:  # (harmless) view
                 if views[t.index] is None:
                     views[t.index] = np.zeros(t.shape, t.dtype)
-        return needed
+        return planned
+
+    def _plan_head(self, sg: Subgraph, base_requests: list[planners.Request]) -> _HeadPlan:
+        """Choose the memory sharing and plan the head: the one planning an ``allocate_tensors()`` does."""
+        # sharing pairs tensors of the main subgraph only
+        sharing = self.sharing if all(r.subgraph == 0 for r in base_requests) else planners.Sharing.none()
+        kernels = {n.index: k for n, k in zip(self._all_nodes[0], self._kernels)}
+        requests, groups = planners.share(
+            sg, base_requests, sharing, lambda op: getattr(kernels.get(op.index), "reads_input_first", False))
+        plan = self.planner.plan(requests)
+        if groups:  # sharing is chosen with quick plans; keep it only if the real plan agrees
+            unshared = self.planner.plan(base_requests)
+            if unshared.head <= plan.head:
+                requests, groups, plan = base_requests, [], unshared
+        return _HeadPlan(base_requests, requests, groups, plan)
 
     def allocate_tensors(self) -> None:
-        """Prepare kernels, plan the arena and make every tensor view. The only phase that allocates."""
+        """Prepare kernels, plan the arena and make every tensor view. The only phase that allocates.
+
+        Without an arena, a measuring prepare sizes it; the kernels are then prepared again into the real arena
+        (for their persistent memory) but the head is not planned again: one plan, so the arena always fits it.
+        """
         shared = self._memory if isinstance(self._memory, SharedArena) else None
+        if shared is not None and self in shared.tenants:
+            raise MicronnError("this interpreter already holds its part of the shared arena")
+        self._allocated = False  # until every view is made
         if self._memory is None:
-            needed = self._build(Arena(None))
-            self._build(Arena.of(needed))
+            planned = self._build(Arena(None))
+            self._build(Arena.of(self.head + self.tail), planned)
         else:
-            if shared is not None and self in shared.tenants:
-                raise MicronnError("this interpreter already holds its part of the shared arena")
-            arena = Arena(shared.arena.buf, tail_base=shared.tail_used) if shared else Arena.of(self._memory)
-            needed = self._build(arena)
-            if needed > arena.size:
-                raise ArenaTooSmallError(needed, arena.size, self.head, self.tail + arena.tail_base)
+            self._build(Arena(shared.arena.buf, tail_base=shared.tail_used) if shared else Arena.of(self._memory))
             if shared is not None:
                 shared.tenants.append(self)
         self.arena_size = self._arena.size
@@ -317,7 +360,8 @@ class Interpreter:
 
     def reset(self) -> None:
         """Put variable tensors back to their initial state (TFLM: zero point for int8, else zero), in every
-        subgraph, and resource variables to their defaults (CALL_ONCE does not run again, as in TFLM)."""
+        subgraph, and resource variables to their defaults (CALL_ONCE does not run again, as in TFLM). Before
+        allocation there is no state yet, so it does nothing (and does not allocate)."""
         if not self._allocated:
             return
         for g, views in zip(self.model.subgraphs, self._all_views):
@@ -328,11 +372,13 @@ class Interpreter:
 
     # -- tensors -------------------------------------------------------------------------------
     def _index(self, key: int | str) -> int:
+        """A tensor of the main subgraph by name or by index (as in LiteRT: no negative indices)."""
         if isinstance(key, str):
             for t in self.subgraph.tensors:
                 if t.name == key:
                     return t.index
             raise MicronnError(f"no tensor named {key!r}")
+        key = _integer(key, "tensor")
         if not 0 <= key < len(self.subgraph.tensors):
             raise MicronnError(f"tensor index {key} out of range ({len(self.subgraph.tensors)} tensors)")
         return key
@@ -350,39 +396,43 @@ class Interpreter:
 
     @staticmethod
     def _io(lst: list[int], i: int, kind: str) -> int:
+        """The tensor index of input or output ``i`` (0 <= i < count; TFLM's indices are unsigned)."""
+        i = _integer(i, kind)
         if not 0 <= i < len(lst):
             raise MicronnError(f"{kind} index {i} out of range (model has {len(lst)} {kind}s)")
         return lst[i]
 
     def set_input(self, data: Any, index: int = 0) -> None:
-        """Copy ``data`` into input ``index``; its dtype and shape must match exactly."""
+        """Copy ``data`` into input ``index``.
+
+        Its dtype and shape must match exactly, as in the ``tflite_micro`` runtime and LiteRT: nothing is cast or
+        broadcast (a float array into an int8 input is an error, not a silent quantization; a scalar is not an
+        array of any shape). Any memory layout is fine (non-contiguous, Fortran order, the other byte order): the
+        values are copied."""
         dst = self.input(index)
-        arr = np.asarray(data)
         t = self.subgraph.tensors[self.subgraph.inputs[index]]
-        if arr.dtype != dst.dtype or arr.shape != dst.shape:
-            raise InvokeError(f"input {index} ({t.name!r}) expects {dst.dtype.name}{list(dst.shape)}, "
-                              f"got {arr.dtype.name}{list(arr.shape)}")
-        dst[...] = arr
+        dst[...] = _checked(data, dst, f"input {index} ({t.name!r})")
 
     def get_output(self, index: int = 0) -> np.ndarray:
+        """A copy of output ``index`` (a view would change on the next invoke)."""
         return self.output(index).copy()
 
     def get_tensor(self, key: int | str) -> np.ndarray:
+        """LiteRT style: a copy of a tensor of the main subgraph, by index or name."""
         return self.view(key).copy()
 
     def set_tensor(self, key: int | str, value: Any) -> None:
+        """LiteRT style: copy ``value`` into a tensor (same dtype and shape rules as :meth:`set_input`). Constants
+        of the model cannot be set: their bytes are the model file's."""
         dst = self.view(key)
-        arr = np.asarray(value)
-        if arr.dtype != dst.dtype or arr.shape != dst.shape:
-            raise InvokeError(f"tensor {key!r} expects {dst.dtype.name}{list(dst.shape)}, "
-                              f"got {arr.dtype.name}{list(arr.shape)}")
         if not dst.flags.writeable:
             raise InvokeError(f"tensor {key!r} is a constant of the model and cannot be set")
-        dst[...] = arr
+        dst[...] = _checked(value, dst, f"tensor {key!r}")
 
     def tensor(self, key: int | str):
-        """LiteRT style: a function returning the live view."""
-        return lambda: self.view(key)
+        """LiteRT style: a function returning the live view. The key is checked now, not when it is called."""
+        index = self._index(key)
+        return lambda: self.view(index)
 
     def _details(self, t: Tensor) -> dict[str, Any]:
         scales = t.quant.scale if t.quant is not None else np.zeros(0, np.float32)
@@ -432,6 +482,28 @@ class Interpreter:
             "shared_groups": self.shared_groups, "plan_notes": self.plan.notes, "buffers": bufs,
             "tail": [{"what": e.what, "offset": e.offset, "size": e.size} for e in self._arena.tail],
         }
+
+
+def _integer(i: Any, what: str) -> int:
+    """``i`` as an int: Python or numpy integers only; a float, bool or string index is a mistake, not a number."""
+    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+        raise MicronnError(f"{what} index must be an integer, got {type(i).__name__} {i!r}")
+    return int(i)
+
+
+def _checked(data: Any, dst: np.ndarray, what: str) -> np.ndarray:
+    """``data`` as an array of exactly ``dst``'s type and shape (either byte order), or an InvokeError saying what
+    was expected and what was given."""
+    want = f"{what} expects {dst.dtype.name}{list(dst.shape)}"
+    try:
+        arr = np.asarray(data)
+    except (ValueError, TypeError) as e:  # ragged nested lists and the like
+        raise InvokeError(f"{want}, got a {type(data).__name__} that is not an array: {e}") from e
+    same = arr.dtype == dst.dtype or (arr.dtype.kind == dst.dtype.kind and not arr.dtype.hasobject
+                                      and arr.dtype.newbyteorder("=") == dst.dtype.newbyteorder("="))
+    if not same or arr.shape != dst.shape:
+        raise InvokeError(f"{want}, got {arr.dtype.name}{list(arr.shape)}")
+    return arr
 
 
 class SharedArena:

@@ -209,18 +209,28 @@ class Model:
         return [op.op for sg in self.subgraphs for op in sg.operators]
 
     def validate(self) -> None:
-        """Check the graph is runnable in order: every operator reads only tensors that exist by then.
+        """Check the graph is runnable in order and every tensor holds what kernels may rely on.
 
         Raises ModelError naming the operator and tensor for unsorted or cyclic operators,
-        tensors written twice, and constants or inputs that an operator overwrites.
+        tensors written twice, constants or inputs that an operator overwrites, subgraph inputs that are
+        constants, and quantization no kernel can compute with (see :func:`check_quantization`).
         """
         from micronn.errors import ModelError
 
         for sg in self.subgraphs:
+            for t in sg.tensors:
+                check_quantization(t, f"subgraph {sg.index} tensor {t.index} ({t.name!r})")
+            for t in sg.inputs:
+                if sg.tensors[t].is_constant:  # setting the input would write into the model's weights
+                    raise ModelError(f"subgraph {sg.index}: input tensor {t} ({sg.tensors[t].name!r}) is a constant")
             ready = set(sg.inputs) | {t.index for t in sg.tensors if t.data is not None or t.is_variable}
             written: set[int] = set()
             for op in sg.operators:
                 where = f"subgraph {sg.index} operator {op.index} ({op.op})"
+                for t in op.intermediates:  # TFLM's allocator refuses intermediates that take memory
+                    if sg.tensors[t].nbytes:
+                        raise ModelError(f"{where}: intermediate tensor {t} ({sg.tensors[t].name!r}) holds "
+                                         f"{sg.tensors[t].nbytes} bytes; TFLM supports only empty intermediates")
                 for t in op.inputs:
                     if t >= 0 and t not in ready:
                         later = any(t in o.outputs for o in sg.operators[op.index:])
@@ -240,6 +250,45 @@ class Model:
                                      "is never written")
 
 
+# TFLM keeps zero points as int32; 8- and 16-bit tensors must also hold their zero point, which every
+# quantized kernel adds to or subtracts from their values.
+_ZERO_POINT_RANGE = {np.dtype(d): (int(np.iinfo(d).min), int(np.iinfo(d).max))
+                     for d in (np.int8, np.uint8, np.int16, np.uint16)}
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def check_quantization(t: Tensor, where: str) -> None:
+    """Refuse quantization whose meaning TFLM's arithmetic leaves undefined, with a ModelError naming ``where``.
+
+    Zero points must fit the tensor's storage type (int32 for wider or float types: TFLM truncates them to
+    int32); scales must be finite (TFLM turns them into integer multipliers, undefined for NaN and infinities);
+    per-channel parameters need a quantized dimension of the tensor holding one channel per scale (a rank-1
+    bias may keep its filter's dimension, as converters write it).
+    """
+    q = t.quant
+    if q is None:
+        return
+    from micronn.errors import ModelError
+
+    lo, hi = _ZERO_POINT_RANGE.get(t.dtype, _INT32)
+    zp = np.asarray(q.zero_point)
+    bad = np.flatnonzero((zp < lo) | (zp > hi))
+    if bad.size:
+        raise ModelError(f"{where}: zero point {int(zp[bad[0]])} is outside [{lo}, {hi}], the range of its "
+                         f"{t.dtype.name if t.dtype in _ZERO_POINT_RANGE else 'int32'} storage")
+    scale = np.asarray(q.scale, np.float32)
+    bad = np.flatnonzero(~np.isfinite(scale))
+    if bad.size:
+        raise ModelError(f"{where}: scale {scale[bad[0]]} is not a finite number")
+    n = len(scale)
+    if n > 1:
+        rank = len(t.shape)
+        fits = t.shape[q.axis] == n if 0 <= q.axis < rank else q.axis >= 0 and rank == 1 and t.shape[0] == n
+        if not fits:
+            raise ModelError(f"{where}: {n} per-channel scales along quantized dimension {q.axis} do not match "
+                             f"shape {list(t.shape)}")
+
+
 # Options fields naming the subgraphs a control-flow op runs, in the order TFLM plans them.
 CALLS: dict[str, tuple[str, ...]] = {
     "IF": ("then_subgraph_index", "else_subgraph_index"),
@@ -256,7 +305,13 @@ def called_subgraphs(op: Operator) -> list[int]:
 
 
 def random_inputs(model: Model, seed: int = 0) -> list[np.ndarray]:
-    """Random values for every input of the main subgraph: the full range of integer types, [-1, 1) for floats."""
+    """Random values for every input of the main subgraph: the full range of integer types, [-1, 1) for floats.
+
+    ``seed`` is a non-negative integer of any size (numpy's seeding), so every seed a user types names one input."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        from micronn.errors import MicronnError
+
+        raise MicronnError(f"seed must be a non-negative integer, got {seed!r}")
     rng = np.random.default_rng(seed)
     out = []
     for i in model.main.inputs:

@@ -21,8 +21,20 @@ def tflite_round(x):
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
+# The largest left shift TFLM's MultiplyByQuantizedMultiplier can apply: it computes x * (1 << shift) in int32, and
+# C leaves shifts by 32 bits or more undefined (x86 takes the count modulo 32, so the wheel's results wrap around).
+MAX_LEFT_SHIFT = 31
+
+
+class ShiftOverflowError(ValueError):
+    """An effective scale needs a left shift past MAX_LEFT_SHIFT bits: TFLM's result is undefined there, so
+    kernels refuse the model (the interpreter names the operator) instead of computing some other number."""
+
+
 def quantize_multiplier(m: float) -> tuple[int, int]:
-    """Split a real multiplier into a Q31 int32 mantissa and a power-of-two shift (TFLM QuantizeMultiplier)."""
+    """Split a real multiplier into a Q31 int32 mantissa and a power-of-two shift (TFLM QuantizeMultiplier).
+
+    Raises :class:`ShiftOverflowError` for multipliers of 2**31 and more, whose shift TFLM cannot apply."""
     if m == 0.0:
         return 0, 0
     q, shift = math.frexp(float(m))
@@ -32,6 +44,9 @@ def quantize_multiplier(m: float) -> tuple[int, int]:
         shift += 1
     if shift < -31:
         shift, q_fixed = 0, 0
+    if shift > MAX_LEFT_SHIFT:
+        raise ShiftOverflowError(f"effective scale {m:g} needs a left shift of {shift} bits; TFLM's int32 "
+                                 f"fixed-point arithmetic is undefined past {MAX_LEFT_SHIFT}")
     return q_fixed, shift
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from micronn.errors import check_writable, writing
 from micronn.footprint import tflm_footprint
 from micronn.interpreter import Interpreter
 from micronn.ir import Model
@@ -23,8 +24,12 @@ def plan_report(model: Model | Source, planner: str = "optimal", sharing: bool |
 
     ``offline_out`` writes the model with the plan as TFLM offline-plan metadata (plans without memory
     sharing only: TFLM places each tensor at its own offset) and reports the head TFLM will plan for it;
-    ``plot`` draws the plan (png/svg/html), beside the ``compare`` planner's if given.
+    ``plot`` draws the plan (png/svg/html), beside the ``compare`` planner's if given. Output paths are checked
+    before any work, so a typo costs no planning time.
     """
+    for path in (offline_out, plot):
+        if path is not None:
+            check_writable(path)
     m = model if isinstance(model, Model) else read(model)
     it = Interpreter(m, planner=planner, sharing=sharing)
     report = it.arena_report()
@@ -44,12 +49,15 @@ def plan_report(model: Model | Source, planner: str = "optimal", sharing: bool |
                              "tflm_original_head_bytes": Interpreter(m, planner="tflm").arena_report()["head_bytes"]}
     if plot is not None:
         other = Interpreter(m, planner=compare).arena_report() if compare else None
-        report["plot"] = str(plot_plan(report, plot, other))
+        with writing(plot):  # the folder can still vanish, or the disk fill, while drawing
+            report["plot"] = str(plot_plan(report, plot, other))
     return report
 
 
 def reorder_report(model: Model | Source, output: str | None = None, max_states: int = 200_000) -> dict[str, Any]:
     """Find the operator order with the smallest peak live set; write it as .tflite to ``output``."""
+    if output is not None:
+        check_writable(output)
     m = model if isinstance(model, Model) else read(model)
     it = Interpreter(m, planner="tflm")
     it.allocate_tensors()

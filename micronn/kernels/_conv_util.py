@@ -16,7 +16,7 @@ import numpy as np
 
 from micronn.ir import Activation, Padding, Tensor
 from micronn.kernels.base import Kernel, Node
-from micronn.quant import activation_range_quantized, quantize_multiplier, wrap_int32
+from micronn.quant import ShiftOverflowError, activation_range_quantized, quantize_multiplier, wrap_int32
 
 FLOAT_MAX = float(np.finfo(np.float32).max)
 
@@ -41,6 +41,17 @@ def compute_padding(stride: int, dilation: int, in_size: int, filter_size: int, 
     effective = (filter_size - 1) * dilation + 1
     total = max((out_size - 1) * stride + effective - in_size, 0)
     return total // 2
+
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT16_MAX = 2**15 - 1
+
+
+def check_int32(node: Node, what: str, *values: int) -> None:
+    """Refuse geometry whose window arithmetic overflows TFLM's int (undefined in C): absurd strides, dilations
+    or filters, as hostile models carry them."""
+    if any(not INT32_MIN <= v <= INT32_MAX for v in values):
+        raise node.fail(f"{what} overflow TFLM's int32 window arithmetic")
 
 
 @dataclass(frozen=True)
@@ -117,10 +128,18 @@ def make_window(node: Node, padding: int, in_hw: tuple[int, int], out_hw: tuple[
         raise node.fail(f"filter size must be positive, got {fh}x{fw}")
     if min(in_h, in_w, out_h, out_w) < 1:
         raise node.fail(f"empty input or output ({in_h}x{in_w} -> {out_h}x{out_w})")
+    for size, out_size, f, s, d in ((in_h, out_h, fh, sh, dh), (in_w, out_w, fw, sw, dw)):
+        effective = (f - 1) * d + 1
+        check_int32(node, f"stride {sh}x{sw}, dilation {dh}x{dw} and filter {fh}x{fw}", effective, size + s - 1,
+                    (out_size - 1) * s + effective, (max(out_size, size) + s) * 2)
     # TFLM derives the padding from the output size it computes itself, and then loops over the output
     # tensor's actual shape: keep both apart the same way.
     pad_t = compute_padding(sh, dh, in_h, fh, compute_out_size(padding, in_h, fh, sh, dh))
     pad_l = compute_padding(sw, dw, in_w, fw, compute_out_size(padding, in_w, fw, sw, dw))
+    # TFLM's kernel parameters keep strides, dilations and paddings as int16: larger values wrap around there
+    if max(sh, sw, dh, dw, pad_t, pad_l) > INT16_MAX:
+        raise node.fail(f"stride {sh}x{sw}, dilation {dh}x{dw} or padding {pad_t}x{pad_l} exceeds {INT16_MAX}, "
+                        "beyond the int16 TFLM's kernels keep them in")
     if node.op.explicit_padding is not None:  # a PAD folded in by micronn's planner
         pad_t, pad_l = node.op.explicit_padding
     pad_b = max((out_h - 1) * sh + (fh - 1) * dh - pad_t - (in_h - 1), 0)
@@ -218,8 +237,13 @@ def conv_multipliers(input_t: Tensor, filter_t: Tensor, output_t: Tensor,
     fs = np.asarray(filter_t.quant.scale, np.float32)
     mults, shifts = np.zeros(channels, np.int32), np.zeros(channels, np.int32)
     for c in range(channels):
-        m, s = quantize_multiplier(in_s * float(fs[c] if len(fs) > 1 else fs[0]) / out_s)
-        mults[c], shifts[c] = m, s
+        f = float(fs[c] if len(fs) > 1 else fs[0])
+        try:
+            mults[c], shifts[c] = quantize_multiplier(in_s * f / out_s)
+        except ShiftOverflowError as e:
+            raise ShiftOverflowError(f"input {input_t.name!r} scale {in_s:g} * filter {filter_t.name!r} scale {f:g}"
+                                     f"{f' (channel {c})' if len(fs) > 1 else ''} / output {output_t.name!r} scale "
+                                     f"{out_s:g}: {e}") from None
     return mults, shifts
 
 
@@ -386,7 +410,8 @@ class ConvLike(Kernel):
     def operands(self, node: Node, types: dict[str, tuple[str, set[str]]], noun: str,
                  needs: str) -> tuple[Tensor, Tensor, Tensor | None, Tensor]:
         """(input, filter, optional bias, output) after TFLM's type checks; ``needs`` words the filter type error."""
-        if len(node.inputs) < 2 or len(node.outputs) != 1 or node.inputs[0] is None or node.inputs[1] is None:
+        if (not 2 <= len(node.inputs) <= 3 or len(node.outputs) != 1 or node.inputs[0] is None
+                or node.inputs[1] is None):
             raise node.fail(f"needs input, {noun}, optional bias and one output")
         inp, flt, out = node.inputs[0], node.inputs[1], node.outputs[0]
         bias = node.inputs[2] if len(node.inputs) > 2 else None

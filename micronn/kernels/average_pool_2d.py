@@ -21,8 +21,8 @@ class AveragePool2D(Pool2D):
     def prepare(self, node: Node) -> None:
         super().prepare(node)
         counts = self.win.counts()
-        if self.kind != "float32" and not counts.all():
-            raise node.fail("a pooling window lies entirely in the padding (TFLM fails such a quantized op)")
+        if not counts.all():  # TFLM returns at the first such window, leaving the rest of the output unwritten
+            raise node.fail("a pooling window lies entirely in the padding, where TFLM leaves the output unwritten")
         self.counts = counts[None, :, :, None]
         self.fcounts = self.counts.astype(np.float32)
         self.half = self.counts // 2

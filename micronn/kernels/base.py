@@ -74,8 +74,8 @@ class Kernel:
 
     def dtype_key(self, node: Node) -> str:
         """The type this operator computes in, checked against ``dtypes`` (first input by default)."""
-        t = node.inputs[0] if node.inputs and node.inputs[0] is not None else node.outputs[0]
-        return t.dtype.name
+        t = node.inputs[0] if node.inputs and node.inputs[0] is not None else next(iter(node.outputs), None)
+        return t.dtype.name if t is not None else "none"
 
     def prepare(self, node: Node) -> None:
         pass

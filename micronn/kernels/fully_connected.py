@@ -28,8 +28,9 @@ from micronn.kernels.base import Node, register
 
 def _check_bias_scale(node: Node, inp: Tensor, flt: Tensor, bias: Tensor | None, out: Tensor) -> None:
     """TFLM GetQuantizedConvolutionMultipler's sanity check: the bias scale must be within 2% (of the output
-    scale) of input_scale * filter_scale, that product taken in float32 and the rest in double."""
-    product = float(np.float32(inp.scale) * np.float32(flt.scale))
+    scale) of input_scale * filter_scale, all in double (scales straddling the bound, where a float32 product
+    would pass, are refused by the wheel)."""
+    product = float(np.float32(inp.scale)) * float(np.float32(flt.scale))
     if bias is not None:
         bias_scale = float(np.float32(bias.scale))
         if not abs(product - bias_scale) / float(np.float32(out.scale)) <= 0.02:
@@ -48,8 +49,9 @@ class FullyConnected(ConvLike):
         o = node.options
         if o.weights_format != 0:
             raise node.fail("only the default weights format is supported")
-        if len(flt.shape) < 2 or len(out.shape) < 1:
-            raise node.fail(f"weights {flt.shape} must be at least 2-D")
+        if len(flt.shape) != 2 or len(out.shape) < 1:
+            # TFLM reads weights of another rank past their end (results that differ run to run): refuse them
+            raise node.fail(f"weights {list(flt.shape)} must be 2-D (units, depth)")
         depth = flt.shape[-1]
         units = out.shape[-1]
         batches = int(np.prod(out.shape[:-1], dtype=np.int64))

@@ -20,8 +20,10 @@ from typing import NamedTuple
 import numpy as np
 
 from micronn.ir import Activation, Padding, Tensor
+from micronn.kernels._conv_util import INT16_MAX, check_int32
 from micronn.kernels.base import Kernel, Node, register
 from micronn.quant import (
+    ShiftOverflowError,
     activation_range_float,
     activation_range_quantized,
     multiply_by_quantized_multiplier,
@@ -153,7 +155,12 @@ class TransposeConv(Kernel):
             out_scale = float(np.float32(out.scale))
             w_scales = np.broadcast_to(weights.quant.scale.astype(np.float32), (cout,))
             for c in range(cout):
-                mult[c], shift[c] = quantize_multiplier(in_scale * float(w_scales[c]) / out_scale)
+                try:
+                    mult[c], shift[c] = quantize_multiplier(in_scale * float(w_scales[c]) / out_scale)
+                except ShiftOverflowError as e:
+                    raise node.fail(f"input {inp.name!r} scale {in_scale:g} * weights {weights.name!r} scale "
+                                    f"{float(w_scales[c]):g} (channel {c}) / output {out.name!r} scale "
+                                    f"{out_scale:g}: {e}") from None
             self.act_min, self.act_max = activation_range_quantized(_clamping(opts.fused_activation_function), out)
             if dt == np.int8:
                 if bias is not None and bias.dtype != np.int32:
@@ -174,9 +181,16 @@ class TransposeConv(Kernel):
         self.mult = node.persistent(mult)
         self.shift = node.persistent(shift)
 
+        for axis in (1, 2):  # TFLM's padding and scatter loops compute these in int
+            stride, size, f = (opts.stride_h, opts.stride_w)[axis - 1], out.shape[axis], weights.shape[axis]
+            check_int32(node, f"stride {opts.stride_h}x{opts.stride_w} with output {out.shape[1:3]}",
+                        size + stride, (size + stride) * 2 + f, (inp.shape[axis] + 1) * stride + f)
         pads = (transpose_conv_padding(opts.padding, opts.stride_h, out.shape[1], weights.shape[1]),
                 transpose_conv_padding(opts.padding, opts.stride_w, out.shape[2], weights.shape[2]))
         strides = (opts.stride_h, opts.stride_w)
+        if max(*strides, *pads) > INT16_MAX:  # TFLM's kernel parameters are int16: larger values wrap there
+            raise node.fail(f"stride {strides[0]}x{strides[1]} or padding {pads[0]}x{pads[1]} exceeds {INT16_MAX}, "
+                            "beyond the int16 TFLM's kernels keep them in")
         self.taps = _taps(inp.shape[1:3], out.shape[1:3], strides, pads, weights.shape[1:3])
         # the taps of each band of output rows [y0, y0 + band_rows), as if the band were the whole output
         self.bands = [(y0, _taps(inp.shape[1:3], (min(self.band_rows, out.shape[1] - y0), out.shape[2]), strides,

@@ -24,7 +24,7 @@ import numpy as np
 
 from micronn.fixedpoint import logistic_float, logistic_int16, tanh_int16
 from micronn.ir import Activation, Tensor
-from micronn.kernels._lstm_util import dot_float
+from micronn.kernels._lstm_util import add_first, dot_float, mul_second, nan_from
 from micronn.kernels._unary import tanhf
 from micronn.kernels.base import Kernel, Node, register
 from micronn.quant import (
@@ -204,6 +204,9 @@ class UnidirectionalSequenceLstm(Kernel):
                 assert t is not None
                 if t.quant is None or t.quant.per_channel:
                     raise node.fail(f"weight tensor {t.name!r} must be quantized per tensor")
+            for t in (inp, hidden, *weights):  # the wheel refuses negative scales here (not on the cell state)
+                if t is not None and t.scale < 0:
+                    raise node.fail(f"tensor {t.name!r} has a negative scale {t.scale:g}")
         else:
             raise node.fail(f"unsupported input type {inp.dtype}")
 
@@ -244,18 +247,23 @@ class UnidirectionalSequenceLstm(Kernel):
 
     def _step_float(self, x: np.ndarray, hidden: np.ndarray, cell: np.ndarray, w_in: dict, w_rec: dict,
                     bias: dict) -> None:
+        # Where two NaNs meet, TFLM's compiled code keeps (measured against the wheel): the input's in a product
+        # of a fully connected, the running total's in its sum, the bias's in total + bias, the first operand's
+        # in its element-wise add, the second operand's in its element-wise multiply.
         def gate(g: str) -> np.ndarray:
             zero = np.float32(0.0)  # TFLM adds a zero bias to the recurrent product
-            pre = _clamp_float(dot_float(x, w_in[g]) + bias[g]) + _clamp_float(dot_float(hidden, w_rec[g]) + zero)
+            with np.errstate(all="ignore"):
+                fc_in = nan_from(dot_float(x, w_in[g], True) + bias[g], bias[g])
+                pre = add_first(_clamp_float(fc_in), _clamp_float(dot_float(hidden, w_rec[g], True) + zero))
             if g == "cell":
                 return tanhf(pre) if self.cell_tanh else pre
             return logistic_float(pre)
 
         forget, input_gate, cell_gate = gate("forget"), gate("input"), gate("cell")
-        c = _clamp_float(forget * cell) + _clamp_float(input_gate * cell_gate)
+        c = add_first(_clamp_float(mul_second(forget, cell)), _clamp_float(mul_second(input_gate, cell_gate)))
         if self.cell_clip > 0:
             clip = np.float32(self.cell_clip)
             c = np.maximum(np.minimum(clip, c), -clip)
         cell[...] = c
         output_gate = gate("output")
-        hidden[...] = _clamp_float(tanhf(c) * output_gate)
+        hidden[...] = _clamp_float(mul_second(tanhf(c), output_gate))

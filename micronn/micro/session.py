@@ -77,7 +77,10 @@ class DeviceArray:
         return np.frombuffer(self.sess.read(self.addr, self.nbytes), self.dtype).reshape(self.shape).copy()
 
     def copyfrom(self, x: Any) -> DeviceArray:
-        x = np.ascontiguousarray(x, dtype=self.dtype)
+        try:
+            x = np.ascontiguousarray(x, dtype=self.dtype)
+        except (TypeError, ValueError) as e:
+            raise SessionError(f"cannot copy a {type(x).__name__} into {self}: {e}") from e
         if x.shape != self.shape:
             raise SessionError(f"shape {x.shape} does not match the device array's {self.shape}")
         self.sess.write(self.addr, x.tobytes())
@@ -151,12 +154,18 @@ class Session:
 
     ``target`` is a Target or preset name; ``"qemu-m4"`` (etc.) drives QEMU over GDB, ``"host"`` runs natively.
     ``device`` overrides the backend; ``toolchain`` picks "zig" or "gcc". ``timeout_s`` and ``max_instructions``
-    bound every flush.
+    bound every flush. Misuse (a closed session, a bad argument, shape or dtype) raises ``SessionError``; what goes
+    wrong on the device raises ``DeviceFault``.
     """
 
     def __init__(self, target: str | Target = "cortex-m4", device: LowLevelDevice | None = None, *,
                  toolchain: str | None = None, timeout_s: float | None = 120.0, max_instructions: int | None = None,
                  max_tasks: int = MAX_TASKS):
+        if timeout_s is not None and not timeout_s > 0 or max_instructions is not None and max_instructions < 1:
+            raise SessionError(f"bad limits: timeout_s {timeout_s}, max_instructions {max_instructions}")
+        if not 1 <= max_tasks <= 1 << 16:
+            raise SessionError(f"max_tasks must be in [1, 65536], got {max_tasks}")
+        self.closed = True  # until the device and its runtime are up
         qemu = isinstance(target, str) and target.startswith("qemu-")
         self.target = get_target(target[5:] if qemu else target)
         if device is None:
@@ -186,6 +195,12 @@ class Session:
         except BaseException:
             self.device.close()
             raise
+        self.closed = False
+
+    def _live(self) -> None:
+        """Refuse work on a closed session: its device (emulator, process, connection) is gone."""
+        if self.closed:
+            raise SessionError(f"the {self.target.name} session is closed")
 
     # -- runtime and memory layout ---------------------------------------------------------------
     def _load_runtime(self) -> None:
@@ -238,28 +253,42 @@ class Session:
     # -- memory ---------------------------------------------------------------------------------
     def read(self, addr: int, n: int) -> bytes:
         """Device memory, after the pending tasks have run."""
+        if n < 0:
+            raise SessionError(f"cannot read {n} bytes")
         self.sync()
         return self.device.read(addr, n)
 
     def write(self, addr: int, data: bytes) -> None:
         """Write device memory, after the pending tasks have run (they may still read what is overwritten)."""
+        self._live()
         self.sync()
         self.device.write(addr, data)
 
     def alloc(self, nbytes: int, section: str = "workspace", align: int = 16) -> int:
+        self._live()
         if section not in self.sections:
             raise SessionError(f"no section {section!r}; sections: {', '.join(self.sections)}")
         return self.sections[section].alloc(nbytes, align)
 
     def empty(self, shape: tuple[int, ...] | int, dtype: Any = np.int8, section: str = "workspace") -> DeviceArray:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        dt = np.dtype(dtype)
+        shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+        if not all(isinstance(d, int | np.integer) and d >= 0 for d in shape):
+            raise SessionError(f"a device array's shape is non-negative integers, got {shape}")
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as e:
+            raise SessionError(f"not a dtype: {dtype!r}") from e
+        if dt.hasobject:
+            raise SessionError(f"{dt} holds Python objects, which have no meaning on a device")
         return DeviceArray(self, self.alloc(int(np.prod(shape, dtype=np.int64)) * dt.itemsize, section), shape, dt,
                            section)
 
     def array(self, x: Any, section: str = "workspace") -> DeviceArray:
         """Copy a numpy array to the device (``section="rodata"`` for constants)."""
-        x = np.ascontiguousarray(x)
+        try:
+            x = np.ascontiguousarray(x)
+        except (TypeError, ValueError) as e:
+            raise SessionError(f"cannot copy a {type(x).__name__} to the device: {e}") from e
         out = self.empty(x.shape, x.dtype, section)
         self.device.write(out.addr, x.tobytes())
         return out
@@ -268,12 +297,16 @@ class Session:
     def load_module(self, sources: list[str | Path], include_dirs: list[str | Path] = (),
                     flags: list[str] = ()) -> Module:
         """Compile C sources (and/or take objects), link them at allocated slots against the runtime, load."""
+        self._live()
         paths = [Path(s) for s in sources]
         incs = [Path(d) for d in include_dirs]
+        if self.target.native and any(p.suffix != ".c" for p in paths):
+            raise SessionError(f"the host device builds from C sources only, got "
+                               f"{[p for p in paths if p.suffix != '.c']}")
+        absent = [str(p) for p in paths if not p.is_file()]
+        if absent:
+            raise SessionError(f"no such source or object file: {', '.join(absent)}")
         if self.target.native:
-            missing = [p for p in paths if p.suffix != ".c"]
-            if missing:
-                raise SessionError(f"the host device builds from C sources only, got {missing}")
             syms = self.device.load_library(self.toolchain.shared_object(paths, incs, list(flags)))
             return Module(self, syms, set(syms))
         objs = self.toolchain.compile([p for p in paths if p.suffix == ".c"], incs, list(flags))
@@ -325,6 +358,7 @@ class Session:
 
     def enqueue(self, fn_addr: int, args: bytes, name: str = "?") -> None:
         """Queue one task; runs the queue first if its arguments would not fit, and after if it is full."""
+        self._live()
         if len(args) > self.sections["args"].size:
             raise SessionError(f"{len(args)} bytes of arguments exceed the args section")
         if sum(-(-len(a) // 8) * 8 for _, a, _ in self._queue) + len(args) > self.sections["args"].size:
@@ -339,6 +373,7 @@ class Session:
 
     def sync(self) -> ExecResult | None:
         """Run every queued task in one execute; per-task costs land in ``last_profile``."""
+        self._live()
         if not self._queue:
             return None
         queue, self._queue = self._queue, []
@@ -371,10 +406,13 @@ class Session:
 
     # -- lifetime -------------------------------------------------------------------------------
     def close(self) -> None:
+        """Release the device; idempotent. Queued tasks are dropped, and every later use raises SessionError."""
+        self.closed = True
         self._queue.clear()
         self.device.close()
 
     def __enter__(self) -> Session:
+        self._live()
         return self
 
     def __exit__(self, *exc: object) -> None:

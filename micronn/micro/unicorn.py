@@ -102,6 +102,8 @@ class UnicornDevice(LowLevelDevice):
 
     # -- memory ---------------------------------------------------------------------------------
     def _check(self, addr: int, n: int) -> None:
+        if self.uc is None:
+            raise DeviceFault("the emulated device is closed")
         for r in (self.target.flash, self.target.ram):
             if r.base <= addr and addr + n <= r.end:
                 return
@@ -181,6 +183,8 @@ class UnicornDevice(LowLevelDevice):
     def execute(self, func_addr: int, stop_addr: int, *, max_instructions: int | None = None,
                 timeout_s: float | None = None, marks: tuple[int, ...] = ()) -> ExecResult:
         uc = self.uc
+        if uc is None:
+            raise DeviceFault("the emulated device is closed")
         self._stop, self._limit = stop_addr & ~1, max_instructions if max_instructions is not None else 1 << 62
         self._marks, self._snaps = {m & ~1 for m in marks}, []
         self._edges, self._prev, self._n, self._why, self._addr = {}, None, 0, None, None
@@ -203,6 +207,8 @@ class UnicornDevice(LowLevelDevice):
                           marks=[self.cost(s) for s in self._snaps], wall_s=wall)
 
     def reset(self) -> None:
+        if self.uc is None:
+            raise DeviceFault("the emulated device is closed")
         self._mem = {r.base: bytes(self.uc.mem_read(r.base, r.size)) for r in (self.target.flash, self.target.ram)}
         self._blocks.clear()
         self._boot()

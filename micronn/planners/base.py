@@ -218,6 +218,7 @@ def tensor_requests(graph: Subgraph | Model, scratch: dict | None = None, offlin
             reqs.append(Request(align(t.nbytes), first[t.index], last[t.index], tensor=t.index, offline=off,
                                 subgraph=s))
         base += len(sg.tensors)
+    _check_offline(reqs, subgraphs)
     for (s, op_index), sizes in sorted(asked.items()):
         span = life.ops.get((s, op_index))
         if span is None and not keep_unused:
@@ -226,6 +227,22 @@ def tensor_requests(graph: Subgraph | Model, scratch: dict | None = None, offlin
         for sid, nbytes in enumerate(sizes):
             reqs.append(Request(align(nbytes), lo, hi, scratch=(op_index, sid), subgraph=s))
     return reqs
+
+
+def _check_offline(reqs: list[Request], subgraphs: dict[int, Subgraph]) -> None:
+    """Refuse offline offsets that overlap two tensors alive at the same time: TFLM runs such a model, but what it
+    computes then depends on the order each kernel reads and writes its memory, which no other runtime reproduces."""
+    fixed = sorted((r for r in reqs if r.offline is not None and r.first >= 0), key=lambda r: r.offline)
+    nbytes = {id(r): subgraphs[r.subgraph].tensors[r.tensor].nbytes for r in fixed}
+    for i, a in enumerate(fixed):
+        for b in fixed[i + 1:]:
+            if b.offline >= a.offline + nbytes[id(a)]:
+                break
+            if a.overlaps(b) and nbytes[id(b)]:
+                raise ModelError(f"{OFFLINE_KEY} metadata places tensors {a.label} (offset {a.offline}, "
+                                 f"{nbytes[id(a)]} bytes) and {b.label} (offset {b.offline}, {nbytes[id(b)]} bytes) "
+                                 f"in overlapping memory while both are alive (operators {max(a.first, b.first)} to "
+                                 f"{min(a.last, b.last)})")
 
 
 def footprint(r: Request, t: int) -> int:

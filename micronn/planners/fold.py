@@ -32,15 +32,20 @@ def fold_pads(model: Model, write_back: bool = False) -> tuple[Model, list[int]]
     consumers = sg.consumers()
     folded: dict[int, tuple[int, tuple[int, int] | None]] = {}  # PAD op -> (conv op, explicit (top, left))
     for op in sg.operators:
-        if op.op not in ("PAD", "PADV2") or len(op.outputs) != 1:
-            continue
+        if op.op not in ("PAD", "PADV2") or len(op.outputs) != 1 or len(op.inputs) < 2 or min(op.inputs[:2]) < 0:
+            continue  # malformed PADs stay, for their kernel to refuse
         x, y, p = sg.tensors[op.inputs[0]], sg.tensors[op.outputs[0]], sg.tensors[op.inputs[1]]
         users = consumers.get(y.index, [])
         if len(users) != 1 or y.index in sg.outputs or p.data is None or p.data.shape != (4, 2) or len(x.shape) != 4:
             continue
         conv = sg.operators[users[0]]
         pads = p.data.astype(np.int64)
-        if conv.op not in CONVS or conv.inputs[0] != y.index or conv.options.padding != Padding.VALID:
+        if (pads < 0).any() or tuple(y.shape) != tuple(int(d) for d in np.add(x.shape, pads.sum(axis=1))):
+            continue  # only a PAD that does exactly what its output shape says folds
+        if (conv.op not in CONVS or conv.custom or len(conv.inputs) < 2 or conv.inputs[0] != y.index
+                or conv.inputs[1] < 0 or getattr(conv.options, "padding", None) != Padding.VALID
+                or len(sg.tensors[conv.inputs[1]].shape) != 4 or len(conv.outputs) != 1
+                or len(sg.tensors[conv.outputs[0]].shape) != 4):
             continue
         if pads[0].any() or pads[3].any() or x.quant != y.quant or x.dtype != y.dtype:
             continue

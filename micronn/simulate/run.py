@@ -2,22 +2,73 @@
 
 from __future__ import annotations
 
+import os
 import time
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from micronn.errors import MicronnError, check_writable, writing
 from micronn.interpreter import Interpreter
 from micronn.ir import Model, random_inputs
 from micronn.models import bundled_model
 from micronn.tflite.reader import Source, read
 
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def load_inputs(paths: list[str | os.PathLike[str]]) -> list[np.ndarray]:
+    """One array per ``.npy`` file, never unpickling: a file of Python objects could run code when loaded."""
+    out = []
+    for p in paths:
+        name = os.fspath(p)
+        try:
+            with open(p, "rb") as f:
+                if f.read(len(NPY_MAGIC)) != NPY_MAGIC:
+                    raise MicronnError(f"input {name!r} is not a .npy file (save arrays with numpy.save)")
+                f.seek(0)
+                x = np.load(f, allow_pickle=False)
+        except OSError as e:
+            raise MicronnError(f"cannot read input {name!r}: {e.strerror or e}") from e
+        except (ValueError, EOFError) as e:
+            why = "it holds Python objects, which micronn never unpickles" if "allow_pickle" in str(e) else str(e)
+            raise MicronnError(f"input {name!r} is not a valid .npy file: {why}") from e
+        out.append(x)
+    return out
+
+
+def output_path(path: str | os.PathLike[str]) -> str:
+    """Where :func:`save_outputs` writes: ``path`` with ``.npz`` appended unless it has it (numpy's rule)."""
+    p = os.fspath(path)
+    return p if p.endswith(".npz") else p + ".npz"
+
+
+def check_output(path: str | os.PathLike[str]) -> None:
+    """Refuse an output path :func:`save_outputs` could not write, before the run that produces the outputs."""
+    check_writable(output_path(path))
+
+
+def save_outputs(path: str | os.PathLike[str], outputs: list[np.ndarray]) -> str:
+    """Write ``outputs`` as ``arr_0``, ``arr_1``, ... of an .npz file; returns the path written."""
+    p = output_path(path)
+    with writing(p), open(p, "wb") as f:
+        np.savez(f, *outputs)
+    return p
+
 
 def run(model: Model | Source, inputs: list[np.ndarray] | None = None, *, seed: int = 0,
-        arena_size: int | None = None, profile: bool = False) -> dict[str, Any]:
-    """Invoke once; returns outputs, the arena used and, with ``profile``, per-op times (TFLM paper, Table 2)."""
+        arena_size: int | None = None, profile: bool = False, output: str | os.PathLike[str] | None = None,
+        ) -> dict[str, Any]:
+    """Invoke once; returns outputs, the arena used and, with ``profile``, per-op times (TFLM paper, Table 2).
+
+    ``inputs`` must give every input of the model (none: random ones from ``seed``); ``output`` saves the outputs
+    with :func:`save_outputs`, its folder checked before any work."""
+    if output is not None:
+        check_output(output)
     m = model if isinstance(model, Model) else read(model)
+    if inputs is not None and len(inputs) != len(m.main.inputs):
+        raise MicronnError(f"the model has {len(m.main.inputs)} input(s), {len(inputs)} given")
     it = Interpreter(m, arena_size)
     it.allocate_tensors()
     for i, x in enumerate(inputs if inputs is not None else random_inputs(m, seed)):
@@ -36,6 +87,8 @@ def run(model: Model | Source, inputs: list[np.ndarray] | None = None, *, seed: 
             "ops": [{"index": n.index, "op": n.op.op, "ns": t} for n, t in zip(it._nodes, it.op_times_ns)],
             "kernel_ns": kernel, "total_ns": total, "overhead_ns": total - kernel,
         }
+    if output is not None:
+        out["path"] = save_outputs(output, out["outputs"])
     return out
 
 

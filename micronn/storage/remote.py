@@ -11,7 +11,13 @@ A reply echoes the request's opcode, sequence number and key, so a stale or misr
 must carry exactly the bytes asked for. Data whose frame fails a check is never handed to the caller. Every socket
 operation has a timeout; all four operations are idempotent (PUT replaces, DROP of an absent key is a no-op), so the
 client retries a bounded number of times on a fresh connection, then raises ``StorageError`` saying what happened
-on each attempt: refused or reset connection, timeout, corrupted frame, short read.
+on each attempt: refused or reset connection, timeout, corrupted frame, short read, busy host.
+
+Hostile or broken peers cost bounded time and memory on either side: a receive buffer grows only with the bytes
+that actually arrive (never to what a length field claims), a whole frame must arrive within the reader's timeout
+from its first byte (a peer trickling bytes cannot hold a reader), the host serves each client in its own thread (a
+stalled client delays no other) and at most ``max_clients`` at once (the rest get a BUSY reply), and a GET asks for
+at most ``MAX_PAYLOAD`` bytes.
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ from micronn.storage.base import MemoryStorage, Storage, StorageError, Timing
 MAGIC, VERSION = b"MNSP", 1
 PUT, GET, DROP, PING = 1, 2, 3, 4
 OPS = {PUT: "PUT", GET: "GET", DROP: "DROP", PING: "PING"}
-OK, FAILED, BAD_FRAME = 0, 1, 2  # reply status: done; refused by the host's storage (not retried); garbled request
+OK, FAILED, BAD_FRAME, BUSY = 0, 1, 2, 3  # reply status: done; refused by the host's storage (not retried); garbled
+# request; too many clients (sent unasked on connecting, then the host hangs up)
 HEADER, CRC = struct.Struct("<4sBBBBIIQII"), struct.Struct("<I")
 MAX_PAYLOAD = 64 << 20  # a header announcing more is corrupt: never allocate what a flipped bit asks for
+GROW = 1 << 20  # receive buffers grow by at most this much ahead of the bytes that arrived
 FAULTS = ("die_mid_get", "cut_get", "corrupt_get", "stall")
 
 
@@ -48,21 +56,42 @@ def frame(op: int, status: int, seq: int, key: int, offset: int, length: int, pa
     return out
 
 
-def _recv_exact(sock: socket.socket, n: int, what: str) -> bytearray:
-    buf, got = bytearray(n), 0
-    view = memoryview(buf)
-    while got < n:
-        k = sock.recv_into(view[got:])
-        if k == 0:
-            raise RemoteError("connection closed by the peer before a frame" if what == "frame header" and not got
-                              else f"connection closed mid-transfer: short read of the {what} ({got} of {n} bytes)")
-        got += k
+def _recv_exact(sock: socket.socket, n: int, what: str, deadline: float | None = None, before: int = 0) -> bytearray:
+    """Exactly ``n`` bytes, or RemoteError (peer closed) or TimeoutError (each receive has the socket's timeout;
+    ``deadline``, a ``time.monotonic()`` instant, bounds them all). ``before`` bytes of ``what`` came earlier."""
+    buf, got = bytearray(min(n, GROW)), 0
+    timeout = sock.gettimeout()
+    try:
+        while got < n:
+            if got == len(buf):
+                buf.extend(bytes(min(n - got, GROW)))
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"the peer sent {before + got} of {before + n} bytes of the {what} too slowly")
+                sock.settimeout(left if timeout is None else min(timeout, left))
+            k = sock.recv_into(memoryview(buf)[got:])
+            if k == 0:
+                raise RemoteError("connection closed by the peer before a frame"
+                                  if what == "frame header" and not got + before else
+                                  f"connection closed mid-transfer: short read of the {what} "
+                                  f"({before + got} of {before + n} bytes)")
+            got += k
+    finally:
+        if deadline is not None:
+            sock.settimeout(timeout)
     return buf
 
 
-def read_frame(sock: socket.socket, expect_payload: int | None = None) -> tuple[tuple, bytearray]:
-    """One frame's header fields and payload, checked: magic, version, payload length bound, CRC32."""
-    hdr = _recv_exact(sock, HEADER.size, "frame header")
+def read_frame(sock: socket.socket, expect_payload: int | None = None, timeout_s: float | None = None,
+               ) -> tuple[tuple, bytearray]:
+    """One frame's header fields and payload, checked: magic, version, payload length bound, CRC32.
+
+    The first byte may take the socket's timeout (an idle connection); with ``timeout_s`` the rest of the frame
+    must follow within that many seconds."""
+    first = _recv_exact(sock, 1, "frame header")
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    hdr = first + _recv_exact(sock, HEADER.size - 1, "frame header", deadline, 1)
     fields = HEADER.unpack(hdr)
     magic, version, plen = fields[0], fields[1], fields[9]
     if magic != MAGIC:
@@ -72,8 +101,8 @@ def read_frame(sock: socket.socket, expect_payload: int | None = None) -> tuple[
     if plen > MAX_PAYLOAD or (expect_payload is not None and fields[3] == OK and plen != expect_payload):
         raise RemoteError(f"corrupted frame: bad payload length {plen}"
                           + (f" (expected {expect_payload})" if expect_payload is not None else ""))
-    payload = _recv_exact(sock, plen, "payload")
-    (crc,) = CRC.unpack(_recv_exact(sock, CRC.size, "checksum"))
+    payload = _recv_exact(sock, plen, "payload", deadline)
+    (crc,) = CRC.unpack(_recv_exact(sock, CRC.size, "checksum", deadline))
     if zlib.crc32(payload, zlib.crc32(hdr)) != crc:
         raise RemoteError("corrupted frame: CRC32 mismatch")
     return fields, payload
@@ -85,14 +114,20 @@ class StorageServer:
     ``fault`` makes it misbehave on purpose, for tests, ``fault_count`` times (``None``: always): ``"die_mid_get"``
     sends half a GET reply and then the whole host dies (listener and connections closed); ``"cut_get"`` drops just
     that connection half way; ``"corrupt_get"`` flips a payload byte after the CRC is computed; ``"stall"`` never
-    answers (until closed)."""
+    answers (until closed).
+
+    ``timeout_s`` bounds how long a connection may sit idle and how long one request frame may take to arrive;
+    ``max_clients`` bounds the connections served at once (one thread each)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, backend: Storage | None = None,
-                 fault: str | None = None, fault_count: int | None = None, timeout_s: float = 30.0):
+                 fault: str | None = None, fault_count: int | None = None, timeout_s: float = 30.0,
+                 max_clients: int = 64):
         if fault is not None and fault not in FAULTS:
             raise StorageError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+        if not timeout_s > 0 or max_clients < 1:
+            raise StorageError(f"bad server settings: timeout_s {timeout_s}, max_clients {max_clients}")
         self.backend = backend or MemoryStorage()
-        self.fault, self.fault_count, self.timeout_s = fault, fault_count, timeout_s
+        self.fault, self.fault_count, self.timeout_s, self.max_clients = fault, fault_count, timeout_s, max_clients
         try:
             self._listener = socket.create_server((host, port))
         except OSError as e:
@@ -118,7 +153,17 @@ class StorageServer:
                 if self._closed.is_set():
                     conn.close()
                     break
-                self._conns.add(conn)
+                busy = len(self._conns) >= self.max_clients
+                if not busy:
+                    self._conns.add(conn)
+            if busy:  # say so (the client retries later) without a thread; never wait on this client
+                try:
+                    conn.setblocking(False)
+                    conn.send(frame(0, BUSY, 0, 0, 0, 0, f"host busy: {self.max_clients} clients".encode()))
+                except OSError:
+                    pass
+                conn.close()
+                continue
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _faulty(self, op: int) -> str | None:
@@ -138,12 +183,13 @@ class StorageServer:
         try:
             while not self._closed.is_set():
                 try:
-                    (_, _, op, _, _, seq, key, offset, length, _), payload = read_frame(conn)
+                    (_, _, op, _, _, seq, key, offset, length, _), payload = read_frame(conn, timeout_s=self.timeout_s)
                 except RemoteError as e:
                     if "closed by the peer" not in str(e):  # garbled: say so, drop the now unsynchronised stream
                         conn.sendall(frame(0, BAD_FRAME, 0, 0, 0, 0, str(e).encode()))
                     return
-                self.requests += 1
+                with self._lock:
+                    self.requests += 1
                 fault = self._faulty(op)
                 if fault == "stall":
                     self._closed.wait()
@@ -156,6 +202,8 @@ class StorageServer:
                                 raise StorageError(f"PUT announces {length} bytes but carries {len(payload)}")
                             self.backend.put(key, payload)
                         elif op == GET:
+                            if length > MAX_PAYLOAD:  # a reply that large is not a frame: never allocate it
+                                raise StorageError(f"GET of {length} bytes, over the {MAX_PAYLOAD}-byte frame limit")
                             body = np.empty(length, np.uint8)
                             self.backend.get(key, offset, body)
                         elif op == DROP:
@@ -260,9 +308,12 @@ class RemoteStorage(Storage):
                     self._sock = self._connect()
                 self._seq = (self._seq + 1) % 2**32
                 self._sock.sendall(frame(op, OK, self._seq, key, offset, length, payload))
-                (_, _, rop, status, _, seq, rkey, _, _, _), body = read_frame(self._sock, length if op == GET else None)
+                (_, _, rop, status, _, seq, rkey, _, _, _), body = read_frame(
+                    self._sock, length if op == GET else None, self.timeout_s)
                 if status == BAD_FRAME:
                     raise RemoteError(f"the host received a corrupted request ({body.decode(errors='replace')})")
+                if status == BUSY:
+                    raise RemoteError(body.decode(errors="replace"))
                 if (rop, seq, rkey) != (op, self._seq, key):
                     raise RemoteError(f"corrupted frame: reply to {OPS.get(rop, rop)} #{seq} key {rkey} for "
                                       f"{OPS[op]} #{self._seq} key {key}")
@@ -293,6 +344,8 @@ class RemoteStorage(Storage):
         return self.timing.write_s(data.nbytes)
 
     def _get(self, key: int, offset: int, out: np.ndarray) -> float:
+        if offset + out.size >= 2**64:  # the frame's offset field is 64 bits; no object is that large anyway
+            raise StorageError(f"read of bytes [{offset}, {offset + out.size}) of object {key} is beyond any object")
         t = 0.0
         for pos in range(0, out.size, self.chunk) if out.size else [0]:
             n = min(self.chunk, out.size - pos)

@@ -71,6 +71,9 @@ class _Reader:
         self.where = "model"
         buffers = [m.Buffers(i) for i in range(self.count(m, "Buffers"))]
         self.buffers = buffers
+        for i in range(len(buffers)):  # every buffer, used or not, must lie in the file (TFLM refuses it otherwise)
+            self.where = f"buffer {i}"
+            self.buffer_bytes(i)
         codes = []
         for i in range(self.count(m, "OperatorCodes")):
             self.where = f"operator code {i}"
@@ -140,15 +143,14 @@ class _Reader:
             zp = np.array(q.ZeroPointAsNumpy(), np.int64) if self.count(q, "ZeroPoint", 8) else np.zeros(0, np.int64)
             if len(zp) not in (len(scale), 0):
                 raise ModelError(f"{self.where}: {len(scale)} scales but {len(zp)} zero points")
-            if len(zp) == 0:
-                zp = np.zeros(len(scale), np.int64)
             axis = q.QuantizedDimension()
             if axis < 0 or (len(scale) > 1 and len(scale) not in shape):  # bias tensors keep the filter's axis
                 raise ModelError(f"{self.where}: {len(scale)} per-channel scales along axis {axis} fit no "
                                  f"dimension of {shape}")
             mn = np.array(q.MinAsNumpy(), np.float32) if self.count(q, "Min") else None
             mx = np.array(q.MaxAsNumpy(), np.float32) if self.count(q, "Max") else None
-            quant = Quantization(scale, zp, axis, mn, mx)
+            # TFLM takes a tensor as quantized only when it has both scales and zero points
+            quant = Quantization(scale, zp, axis, mn, mx) if len(zp) else None
         bidx = t.Buffer()
         raw = self.buffer_bytes(bidx)
         data = None
@@ -193,6 +195,9 @@ class _Reader:
                 if table is None:
                     raise ModelError(f"{self.where}: builtin options type {table_name} without a table")
                 opts = schema.spec(table_name).decode(table, self.size)
+                bias_type = getattr(opts, "quantized_bias_type", 0)
+                if bias_type not in _TYPE_NAMES:  # TFLM refuses to parse the options then
+                    raise ModelError(f"{self.where}: quantized_bias_type {bias_type} is not a tensor type")
             elif not custom and (table_name := schema.options_table_for(name)) is not None:
                 opts = schema.options_class(table_name)()  # absent table: the schema's defaults
             copts = bytes(o.CustomOptionsAsNumpy()) if self.count(o, "CustomOptions", 1) else None

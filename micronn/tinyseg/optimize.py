@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from micronn.errors import MicronnError
 from micronn.footprint import tflm_tail as _tflm_tail
 from micronn.interpreter import Interpreter
 from micronn.ir import Model
@@ -151,8 +152,12 @@ def optimize(model: Model | Source, target_bytes: int | None = None, storage: st
     """Lower ``model``'s total arena (head + TFLM tail) to ``target_bytes``, or as low as it goes.
 
     The returned model runs in micronn (with ``storage=``) and gives the original's outputs byte for byte.
-    ``storage`` names the backend whose latency breaks ties between equally small spill plans.
+    ``storage`` names the backend whose latency breaks ties between equally small spill plans. A ``target_bytes``
+    above the model's arena is met at once (no spilling); a negative one is refused.
     """
+    if target_bytes is not None and (isinstance(target_bytes, bool) or not isinstance(target_bytes, int)
+                                     or target_bytes < 0):
+        raise MicronnError(f"target_bytes must be a non-negative number of bytes, got {target_bytes!r}")
     m = model if isinstance(model, Model) else read(model)
 
     def lat(x: Model) -> float:

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from micronn.errors import writing
 from micronn.interpreter import Interpreter
 from micronn.ir import Model
 from micronn.planners.plot import plot_plan
@@ -52,5 +53,6 @@ def write_report(path: str | Path, original: Model, result: Result, latency: lis
     ]
     if latency:
         parts += ["<h2>Latency (ms, modeled STM32H7 at 480 MHz)</h2>", _table(latency)]
-    path.write_text("".join(parts) + "</body>")
+    with writing(path):
+        path.write_text("".join(parts) + "</body>")
     return path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from micronn.errors import writing
+from micronn.errors import check_writable, writing
 from micronn.interpreter import Interpreter
 from micronn.ir import Model, random_inputs
 from micronn.storage import open_storage
@@ -27,7 +27,10 @@ def optimize_and_verify(model: Model | Source, output: str | None = None, target
                         storage: str = "memory", *, report: str | None = None, seed: int = 0) -> dict[str, Any]:
     """:func:`optimize`, the result written to ``output``, and a check that the written model, run with
     ``storage``, gives the original's outputs on random inputs. ``report`` writes an HTML page with the steps,
-    the plans before and after and the latency breakdown."""
+    the plans before and after and the latency breakdown. Output paths are checked before the (long) search."""
+    for path in (output, report):
+        if path is not None:
+            check_writable(path)
     m = model if isinstance(model, Model) else read(model)
     res = optimize(m, target_bytes, storage)
     out = res.as_dict()

@@ -227,6 +227,27 @@ def test_per_channel_weights_rejected():
         run_micronn(write(ir), [np.zeros((1, 3, 5), np.int8)])
 
 
+def _nan(bits: int) -> np.float32:
+    return np.array([bits], np.uint32).view(np.float32)[0]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_float_nans_propagate_as_in_tflm(seed: int):
+    """NaNs, signalling ones included, and infinities in weights and biases: where two NaNs meet, the one TFLM's
+    compiled code keeps comes out (found by micronn.testing.fuzz: outputs differed in the NaN's sign)."""
+    rng = np.random.default_rng(seed)
+    ir = read(lstm(rng, "float32", batch=2, steps=3, n_input=3, units=3, cell_clip=2.0 * (seed % 2)))
+    op = ir.main.operators[0]
+    for _ in range(6):
+        t = ir.main.tensors[op.inputs[int(rng.choice([*INPUT_WEIGHTS, *RECURRENT_WEIGHTS, *BIASES]))]]
+        data = np.array(t.data, copy=True)
+        data.reshape(-1)[rng.integers(data.size)] = rng.choice(
+            [_nan(0x7FC00000 | int(rng.integers(1, 1 << 22))), _nan(0xFF800000 | int(rng.integers(1, 1 << 22))),
+             f32(np.inf), f32(-np.inf)])
+        t.data = data
+    assert_same_as_tflm(write(ir), runs=2, seed=seed)
+
+
 # ---- the real model -------------------------------------------------------------------------------------------
 
 

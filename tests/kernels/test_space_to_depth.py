@@ -13,7 +13,7 @@ DTYPES = ["float32", "int8"]
 
 
 def s2d(dtype: str, in_shape: tuple[int, ...], block: int, out_shape: tuple[int, ...] | None = None) -> bytes:
-    q = (0.1, -4) if dtype in ("int8", "int16", "uint8") else (None, None)
+    q = (0.1, -4) if dtype in ("int8", "int16") else (0.1, 4) if dtype == "uint8" else (None, None)
     if out_shape is None:
         n, h, w, c = in_shape
         out_shape = (n, h // max(block, 1), w // max(block, 1), c * block * block)

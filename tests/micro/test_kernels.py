@@ -182,8 +182,9 @@ def transpose_conv(*, n=1, h=3, w=4, cin=3, cout=2, fh=3, fw=3, stride=(2, 2), p
 
 
 def quantize(src: str, dst: str) -> bytes:
+    dst_zero_point = {"int16": 0, "int32": 0, "uint8": 9}.get(dst, -9)  # within the storage type's range
     return op_model("QUANTIZE", [T((3, 7), src, 0.07, 0 if src in ("int16", "int32") else 5)],
-                    [T((3, 7), dst, 0.05 if dst != "int32" else 0.001, 0 if dst in ("int16", "int32") else -9)])
+                    [T((3, 7), dst, 0.05 if dst != "int32" else 0.001, dst_zero_point)])
 
 
 def strided_slice(shape, begin, end, strides, dtype="int8", out_shape=None, **opts) -> bytes:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -13,9 +16,13 @@ import pytest
 from micronn.storage import Compressed, FileStorage, StorageError, open_storage
 from micronn.storage.remote import (
     BAD_FRAME,
+    FAILED,
     GET,
     HEADER,
+    MAX_PAYLOAD,
     OK,
+    PING,
+    PUT,
     USB_FS,
     RemoteError,
     RemoteStorage,
@@ -188,3 +195,214 @@ def test_open_storage_remote_owns_its_host() -> None:
         serve(fault="meteor")
     with pytest.raises(StorageError, match="bad remote settings"):
         RemoteStorage("127.0.0.1", 1, timeout_s=0)
+
+
+# -- hostile and broken peers: bounded time and memory, a clear error, the host stays up (issue 12) -------------
+
+
+def _alive(srv) -> None:
+    """The host still serves a well-behaved client."""
+    with client(srv) as c:
+        c.put(9, b"still here")
+        out = bytearray(4)
+        c.get(9, 6, memoryview(out))
+        assert out == b"here"
+
+
+def _closed_by_peer(s: socket.socket) -> bool:
+    """True once the peer has hung up (reads drain what it sent first)."""
+    try:
+        for _ in range(1000):  # bounded: a reply is at most a few frames
+            if not s.recv(1 << 16):
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    return False
+
+
+def test_garbage_bytes_get_bad_frame_and_hang_up() -> None:
+    junk = np.random.default_rng(0).integers(0, 256, 4000, dtype=np.uint8).tobytes()
+    with serve() as srv:
+        for data in (junk, b"MNSP" + junk[:100], frame(GET, OK, 1, 0, 0, 4)[:4] + bytes([99]) + junk[:40]):
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+                s.sendall(data)
+                (_, _, _, status, *_), body = read_frame(s)
+                assert status == BAD_FRAME and b"corrupted frame" in body
+                assert _closed_by_peer(s)  # the stream is out of step: the host drops it
+        _alive(srv)
+
+
+def test_truncated_frames_then_close() -> None:
+    good = frame(PUT, OK, 1, 5, 0, 100, bytes(100))
+    with serve() as srv:
+        for cut in (1, HEADER.size - 1, HEADER.size, HEADER.size + 50, len(good) - 1):
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+                s.sendall(good[:cut])  # then the client goes away
+        _alive(srv)
+        with client(srv) as c:
+            with pytest.raises(StorageError, match="object 5 is not stored"):  # no half frame was ever applied
+                c.get(5, 0, np.zeros(1, np.uint8))
+
+
+def test_oversized_length_fields_cost_no_memory() -> None:
+    with serve(timeout_s=0.5) as srv:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:  # past the limit: refused at once
+            s.sendall(frame(PUT, OK, 1, 0, 0, 0)[:HEADER.size - 4] + struct.pack("<I", MAX_PAYLOAD + 1))
+            (_, _, _, status, *_), body = read_frame(s)
+            assert status == BAD_FRAME and b"bad payload length" in body
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:  # a GET reply that is no frame
+            s.sendall(frame(GET, OK, 1, 0, 0, 2**32 - 1))
+            (_, _, _, status, *_), body = read_frame(s)
+            assert status == FAILED and b"frame limit" in body
+        tracemalloc.start()
+        try:  # within the limit, but only 10 bytes follow: the host's buffer grows with what arrives, not the claim
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+                s.sendall(frame(PUT, OK, 1, 0, 0, MAX_PAYLOAD)[:HEADER.size - 4] + struct.pack("<I", MAX_PAYLOAD)
+                          + bytes(10))
+                assert _closed_by_peer(s)  # dropped when the frame does not arrive within the host's timeout
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < MAX_PAYLOAD // 8
+        _alive(srv)
+
+
+def test_stalled_client_blocks_no_one() -> None:
+    with serve(timeout_s=30) as srv:  # the host would wait long for the staller: others must not wait with it
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as staller:
+            staller.sendall(frame(PUT, OK, 1, 1, 0, 1000, bytes(1000))[:HEADER.size + 300])
+            for _ in range(3):
+                _alive(srv)  # each would time out (5 s) if the host were stuck on the staller
+
+
+def test_trickling_client_is_dropped() -> None:
+    """A client sending a byte at a time keeps every receive busy; the whole frame still has a deadline."""
+    data = frame(PUT, OK, 1, 3, 0, 100, bytes(100))
+    with serve(timeout_s=0.3) as srv, socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+        sent = 0
+        try:
+            for b in data:  # bounded: 136 bytes at 20 per second take far longer than the host's 0.3 s
+                s.send(bytes([b]))
+                sent += 1
+                time.sleep(0.05)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert sent < len(data)  # the host hung up before the frame was complete
+        _alive(srv)
+
+
+def test_many_clients_at_once() -> None:
+    with serve() as srv:
+        def work(i: int) -> bool:
+            with client(srv, timeout_s=10) as c:
+                x = np.full(1000 + i, i, np.uint8)
+                for _ in range(5):
+                    c.put(100 + i, x)
+                    out = np.zeros(x.size, np.uint8)
+                    c.get(100 + i, 0, out)
+                    if not (out == x).all():
+                        return False
+                return True
+
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            assert all(pool.map(work, range(32), timeout=120))
+        assert srv.requests == 32 * 10
+
+
+def test_busy_host_says_so() -> None:
+    with serve(max_clients=2) as srv:
+        holders = [client(srv) for _ in range(2)]
+        for h in holders:
+            h.ping()  # each holds a connection, and so a slot
+        with pytest.raises(RemoteError, match=r"failed after 2 attempt\(s\): host busy: 2 clients"):
+            client(srv, retries=1).ping()
+        holders.pop().close()
+        for _ in range(100):  # bounded: the host frees the slot as soon as it sees the hang-up
+            try:
+                client(srv, retries=0).ping()
+                break
+            except RemoteError:
+                time.sleep(0.02)
+        else:
+            pytest.fail("the host never freed the slot")
+        holders[0].close()
+    with pytest.raises(StorageError, match="bad server settings"):
+        serve(max_clients=0)
+
+
+def _host(behave) -> tuple[socket.socket, threading.Thread]:
+    """A host that accepts one connection and runs ``behave(conn)`` on it."""
+    lst = socket.create_server(("127.0.0.1", 0))
+
+    def run() -> None:
+        conn, _ = lst.accept()
+        with conn:
+            conn.settimeout(5)
+            try:
+                behave(conn)
+            except OSError:
+                pass
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return lst, t
+
+
+def test_host_dies_mid_request() -> None:
+    def die(conn: socket.socket) -> None:  # reads the start of a large PUT, then the machine is gone
+        conn.recv(1000)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    lst, t = _host(die)
+    with lst, RemoteStorage("127.0.0.1", lst.getsockname()[1], timeout_s=2.0, retries=0) as c:
+        with pytest.raises(RemoteError, match="PUT of key 1 failed after 1 attempt"):
+            c.put(1, np.zeros(8 << 20, np.uint8))
+    t.join(5)
+
+
+def test_trickling_host_times_out() -> None:
+    """A host answering a byte at a time cannot hold the client past its timeout, however busy each read is."""
+    def trickle(conn: socket.socket) -> None:
+        read_frame(conn)
+        for b in frame(PING, OK, 1, 0, 0, 0):
+            conn.send(bytes([b]))
+            time.sleep(0.05)
+
+    lst, t = _host(trickle)
+    with lst, RemoteStorage("127.0.0.1", lst.getsockname()[1], timeout_s=0.3, retries=0) as c:
+        with pytest.raises(RemoteError, match="too slowly|timed out"):
+            c.ping()
+    t.join(5)
+
+
+def test_lying_length_costs_the_client_no_memory() -> None:
+    def lie(conn: socket.socket) -> None:  # a PING reply announcing a 64 MiB payload, then silence
+        read_frame(conn)
+        conn.sendall(frame(PING, OK, 1, 0, 0, 0)[:HEADER.size - 4] + struct.pack("<I", MAX_PAYLOAD) + bytes(10))
+        conn.recv(1)  # until the client hangs up
+
+    lst, t = _host(lie)
+    tracemalloc.start()
+    try:
+        with lst, RemoteStorage("127.0.0.1", lst.getsockname()[1], timeout_s=0.3, retries=0) as c:
+            with pytest.raises(RemoteError, match="too slowly|timed out"):
+                c.ping()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MAX_PAYLOAD // 8
+    t.join(5)
+
+
+def test_client_misuse_is_a_storage_error() -> None:
+    with serve() as srv:
+        c = client(srv)
+        c.put(1, b"abc")
+        for call in (lambda: c.get(1, 2**64, np.zeros(1, np.uint8)), lambda: c.get(1, 2**63, np.zeros(1, np.uint8)),
+                     lambda: c.put(-1, b"x"), lambda: c.put(2**32, b"x"), lambda: c.put(2, "text"),
+                     lambda: c.get(1, 0, b"abc"), lambda: c.get(1, -1, np.zeros(1, np.uint8))):
+            with pytest.raises(StorageError):
+                call()
+        c.close()
+        with pytest.raises(StorageError, match="is closed"):
+            c.ping()
