@@ -386,3 +386,13 @@ def test_every_buffer_must_lie_in_the_file() -> None:
     forged[at:at + 4] = (1 << 30).to_bytes(4, "little")
     with pytest.raises(ModelError, match=r"buffer \d+: Data vector claims 1073741824 entries, more than the file"):
         read(bytes(forged))
+
+
+def test_offline_offset_for_a_variable_is_refused() -> None:
+    # TFLM plans such a variable in the head, where online tensors overwrite its state between invokes
+    def variable_offset(m):
+        offsets = [0 if t.is_variable else -1 for t in m.main.tensors]
+        m.metadata[OFFLINE_KEY] = np.array([1, 1, len(offsets), *offsets], "<i4").tobytes()
+    with pytest.raises(ModelError, match=r"OfflineMemoryAllocation metadata gives variable tensor \d+ \('.*'\) of "
+                                         r"subgraph 0 the offset 0"):
+        Interpreter(_mutated("trained_lstm_int8", variable_offset)).allocate_tensors()

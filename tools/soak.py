@@ -41,9 +41,9 @@ def main() -> int:
     try:
         for run in range(1, a.runs + 1):
             t0 = time.monotonic()
-            res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *a.pytest_args],
+            res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *a.pytest_args],
                                  cwd=ROOT, capture_output=True, text=True)
-            tail = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+            tail = next((ln for ln in reversed(res.stdout.splitlines()) if " passed" in ln or " failed" in ln), "")
             counts = dict((k, int(n)) for n, k in re.findall(r"(\d+) (passed|failed|errors?|skipped)", tail))
             failed += res.returncode != 0
             print(f"run {run:2d}/{a.runs}: exit {res.returncode}, {counts.get('passed', 0)} passed, "

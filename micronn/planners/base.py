@@ -292,6 +292,14 @@ def offline_offsets(model: Model, every_subgraph: bool = False) -> list[int] | N
     if count != total or len(words) != 3 + count:
         raise ModelError(f"{OFFLINE_KEY} metadata lists {count} offsets in {len(words) - 3} words, "
                          f"but the model has {total} tensors")
+    base = 0
+    for sg in model.subgraphs:  # TFLM plans a variable with an offset in the head, where others may overwrite it
+        for t in sg.tensors:
+            if t.is_variable and words[3 + base + t.index] >= 0:
+                raise ModelError(f"{OFFLINE_KEY} metadata gives variable tensor {t.index} ({t.name!r}) of subgraph "
+                                 f"{sg.index} the offset {int(words[3 + base + t.index])}: TFLM would keep its state "
+                                 "in the planned head, where other tensors overwrite it between invokes")
+        base += len(sg.tensors)
     offs = [int(v) for v in words[3:3 + (count if every_subgraph else len(model.main.tensors))]]
     bad = [i for i, v in enumerate(offs) if v < -1]
     if bad:
