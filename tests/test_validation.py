@@ -396,3 +396,21 @@ def test_offline_offset_for_a_variable_is_refused() -> None:
     with pytest.raises(ModelError, match=r"OfflineMemoryAllocation metadata gives variable tensor \d+ \('.*'\) of "
                                          r"subgraph 0 the offset 0"):
         Interpreter(_mutated("trained_lstm_int8", variable_offset)).allocate_tensors()
+
+
+def test_empty_dimension_cannot_hide_absurd_others() -> None:
+    # a spliced TRANSPOSE_CONV weight shape (16, 788529154, 0, 32): zero bytes, but 788 million filter rows to loop
+    def hollow(m):
+        t = m.main.tensors[next(o for o in m.main.operators if o.op == "TRANSPOSE_CONV").inputs[1]]
+        t.shape, t.data = (16, 788529154, 0, 32), np.zeros((16, 788529154, 0, 32), np.int8)
+    with pytest.raises(ModelError, match=r"shape \(16, 788529154, 0, 32\) would need, were its empty dimension "
+                                         r"filled, \d+ bytes, beyond any microcontroller"):
+        read(_mutated("tiny_unet", hollow))
+
+
+def test_transpose_conv_with_empty_weights_is_refused() -> None:
+    model = op_model("TRANSPOSE_CONV", [T((4,), "int32", data=[1, 4, 4, 2]), T((2, 3, 0, 1), "float32"),
+                                        T((1, 2, 2, 1), "float32")], [T((1, 4, 4, 2), "float32")],
+                     {"padding": 1, "stride_w": 2, "stride_h": 2})
+    with pytest.raises(PrepareError, match=r"\(TRANSPOSE_CONV\): weights \[2, 3, 0, 1\] are empty"):
+        Interpreter(model).allocate_tensors()

@@ -127,6 +127,8 @@ class TransposeConv(Kernel):
         dt = inp.dtype
         if not (weights.dtype == dt or (dt == np.int16 and weights.dtype == np.int8)):
             raise node.fail(f"hybrid models are not supported: {dt.name} input with {weights.dtype.name} weights")
+        if min(weights.shape) < 1:
+            raise node.fail(f"weights {list(weights.shape)} are empty")
         if inp.shape[0] != out.shape[0] or inp.shape[3] != weights.shape[3] or weights.shape[0] != out.shape[3]:
             raise node.fail(f"shapes do not match: input {inp.shape}, weights {weights.shape}, output {out.shape}")
         if opts is None or opts.stride_h < 1 or opts.stride_w < 1:

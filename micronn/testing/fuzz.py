@@ -705,7 +705,8 @@ _STRUCTURE_MUTATORS: dict[str, Callable[[ir.Model, random.Random], str]] = {
 
 
 def _elements(t: ir.Tensor | None) -> float:
-    return int(np.prod(t.shape, dtype=np.float64)) if t is not None else 0
+    """Elements of ``t``, counting an empty dimension as 1: loops still walk the others."""
+    return float(np.prod([max(d, 1) for d in t.shape], dtype=np.float64)) if t is not None else 0.0
 
 
 def estimate_macs(model: ir.Model) -> int:
@@ -730,18 +731,29 @@ def _dims(t: ir.Tensor | None) -> tuple[int, ...]:
     return tuple(t.shape) if t is not None else ()
 
 
+# What one step of a kernel's Python loop costs, in multiply-accumulates (a few microseconds of numpy calls).
+LOOP_MACS = 10_000
+
+
 def _op_macs(op: ir.Operator, ins: list[ir.Tensor | None], outs: list[ir.Tensor]) -> float:
+    """The products ``op`` computes, plus LOOP_MACS per step of the loops its kernel runs in Python (over
+    filter taps, channels, output rows, depth or time), which dominate when a mutated shape makes them long."""
     out = _elements(outs[0]) if outs else 0.0
-    flt = _dims(ins[1]) if len(ins) > 1 else ()
+    flt = tuple(max(d, 1) for d in _dims(ins[1])) if len(ins) > 1 else ()
+    floats = bool(ins) and ins[0] is not None and ins[0].dtype == np.float32
     plain = max(sum(_elements(t) for t in ins), sum(_elements(t) for t in outs))
     if op.op == "CONV_2D" and flt:
-        return out * float(np.prod(flt[1:], dtype=np.float64)) + plain
+        taps = float(np.prod(flt[1:], dtype=np.float64))
+        return out * taps + plain + (taps * LOOP_MACS if floats else 0.0)
     if op.op == "DEPTHWISE_CONV_2D" and len(flt) >= 3:
-        return out * float(flt[1] * flt[2]) + plain
+        return out * float(flt[1] * flt[2]) + plain + float(flt[1] * flt[2]) * LOOP_MACS
     if op.op == "FULLY_CONNECTED" and flt:
-        return out * float(flt[-1]) + plain
+        return out * float(flt[-1]) + plain + (float(flt[-1]) * LOOP_MACS if floats else 0.0)
     if op.op == "TRANSPOSE_CONV" and len(ins) > 2 and flt:
-        return _elements(ins[2]) * float(np.prod(flt[:-1], dtype=np.float64)) + plain
+        rows = float(max(outs[0].shape[1], 1)) if outs and len(outs[0].shape) > 1 else 1.0
+        taps = float(np.prod(flt[1:3], dtype=np.float64)) if len(flt) >= 3 else 1.0
+        loops = rows * taps + (taps * flt[-1] if ins[2] is not None and ins[2].dtype == np.float32 else 0.0)
+        return _elements(ins[2]) * float(np.prod(flt[:-1], dtype=np.float64)) + plain + loops * LOOP_MACS
     if op.op == "BATCH_MATMUL" and ins and ins[0] is not None and ins[0].shape:
         return out * float(max(ins[0].shape[-2:])) + plain
     if op.op in ("UNIDIRECTIONAL_SEQUENCE_LSTM", "SVDF") and ins and ins[0] is not None:
@@ -749,10 +761,11 @@ def _op_macs(op: ir.Operator, ins: list[ir.Tensor | None], outs: list[ir.Tensor]
         width = max(max(ins[0].shape[-1:] or (1,)), 1)
         steps = _elements(ins[0]) / width
         depth = width + units
-        return steps * 4 * units * depth + max((_elements(t) for t in ins), default=0) * steps + plain
+        return (steps * 4 * units * depth + max((_elements(t) for t in ins), default=0) * steps + plain
+                + steps * 8 * depth * LOOP_MACS)
     if op.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D") and op.options is not None:
-        window = getattr(op.options, "filter_height", 1) * getattr(op.options, "filter_width", 1)
-        return out * float(max(window, 1)) + plain
+        window = max(getattr(op.options, "filter_height", 1), 1) * max(getattr(op.options, "filter_width", 1), 1)
+        return out * float(window) + plain + float(window) * LOOP_MACS
     return float(plain)
 
 

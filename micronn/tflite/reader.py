@@ -130,11 +130,13 @@ class _Reader:
         shape = tuple(self.ints(t, "Shape"))
         if len(shape) > MAX_DIMS or any(d < 0 for d in shape):
             raise ModelError(f"{self.where}: invalid shape {shape}")
-        nbytes = dtype.itemsize
+        nbytes = span = dtype.itemsize
         for d in shape:
             nbytes *= d
-        if nbytes > MAX_TENSOR_BYTES:
-            raise ModelError(f"{self.where}: shape {shape} needs {nbytes} bytes, beyond any microcontroller")
+            span *= max(d, 1)  # an empty dimension must not hide absurd others (kernels loop over them)
+        if span > MAX_TENSOR_BYTES:
+            what = "needs" if span == nbytes else "would need, were its empty dimension filled,"
+            raise ModelError(f"{self.where}: shape {shape} {what} {span} bytes, beyond any microcontroller")
         sig = tuple(self.ints(t, "ShapeSignature")) if not t.ShapeSignatureIsNone() else None
         q = t.Quantization()
         quant = None
