@@ -360,8 +360,8 @@ class Interpreter:
 
     def reset(self) -> None:
         """Put variable tensors back to their initial state (TFLM: zero point for int8, else zero), in every
-        subgraph, and resource variables to their defaults (CALL_ONCE does not run again, as in TFLM). Before
-        allocation there is no state yet, so it does nothing (and does not allocate)."""
+        subgraph, resource variables to their defaults (CALL_ONCE does not run again, as in TFLM) and kernels'
+        own state (``Kernel.reset``). Before allocation there is no state yet, so it does nothing."""
         if not self._allocated:
             return
         for g, views in zip(self.model.subgraphs, self._all_views):
@@ -369,6 +369,9 @@ class Interpreter:
                 if t.is_variable and views[t.index] is not None:
                     views[t.index][...] = t.zero_point if t.dtype == np.int8 else 0
         self.resources.reset()
+        for kernels, nodes in zip(self._all_kernels, self._all_nodes):
+            for kernel, node in zip(kernels, nodes):
+                kernel.reset(node)
 
     # -- tensors -------------------------------------------------------------------------------
     def _index(self, key: int | str) -> int:

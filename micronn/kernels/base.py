@@ -83,6 +83,10 @@ class Kernel:
     def invoke(self, node: Node) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def reset(self, node: Node) -> None:
+        """Called by ``Interpreter.reset()`` after allocation, as TFLM calls each kernel's reset: kernels that keep
+        state between invokes in persistent memory (the signal library's filters and delays) restore it here."""
+
 
 REGISTRY: dict[str, type[Kernel]] = {}
 
