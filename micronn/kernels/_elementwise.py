@@ -158,6 +158,18 @@ def activation_range(node: Node, out: Tensor) -> tuple:
     return int_activation_range(act, out.dtype)
 
 
+def nan_from_second(a: Tensor, b: Tensor, out: Tensor, broadcast_only: bool) -> bool:
+    """Whether TFLM's float ADD/MUL returns its second operand's NaN when both operands are NaN.
+
+    x86 returns the NaN of an instruction's first source, and the compiler ordered the wheel's loops so that the
+    second input comes first, except when its last dimension is broadcast (a scalar held in a register); ADD with
+    equal shapes (``broadcast_only``) keeps the first input first. Found by experiment with the wheel."""
+    if broadcast_only and tuple(a.shape) == tuple(b.shape):
+        return False
+    last = out.shape[-1] if len(out.shape) else 1
+    return not (last > 1 and (len(b.shape) == 0 or b.shape[-1] == 1))
+
+
 def clamp(x: np.ndarray, lo, hi) -> np.ndarray:
     """std::min(std::max(x, lo), hi) exactly, NaN and signed zeros included."""
     x = np.where(x < lo, lo, x)

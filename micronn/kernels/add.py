@@ -1,6 +1,7 @@
 """ADD with numpy broadcasting and a fused activation, byte-identical to TFLM's reference kernel.
 
-* float32: a float32 sum clamped to the activation range (+-FLT_MAX without one, so inf saturates).
+* float32: a float32 sum clamped to the activation range (+-FLT_MAX without one, so inf saturates); of two
+  NaNs, the one TFLM's loop order keeps (``nan_from_second``).
 * int32: a wrapping int32 sum; TFLM ignores the fused activation here (SUB applies it).
 * int8 / int16: TFLM's general rescaling path. Each operand, offset by its zero point and shifted
   left by 20 bits (int8) or 15 (int16), is scaled by ``its scale / (2 * larger input scale)``; the
@@ -29,11 +30,12 @@ class Add(Kernel):
     def prepare(self, node: Node) -> None:
         a, b, out = ew.binary_operands(node)
         act = ew.activation(node)
-        self.params = None
+        self.params, self.swap = None, False
         if out.dtype in (np.int8, np.int16):
             self.params = ew.AddSubParams(node, a, b, out, act)
         elif out.dtype == np.float32:
             self.lo, self.hi = ew.float_activation_range(act)
+            self.swap = not self.subtract and ew.nan_from_second(a, b, out, broadcast_only=True)
         else:
             self.lo, self.hi = ew.int_activation_range(act if self.int_activation else 0, out.dtype)
 
@@ -43,6 +45,6 @@ class Add(Kernel):
             result = self.params.compute(x1, x2, self.subtract)
         else:
             with np.errstate(all="ignore"):  # float overflow gives inf (then clamped), int32 wraps like C's
-                raw = x1 - x2 if self.subtract else x1 + x2
+                raw = x1 - x2 if self.subtract else x2 + x1 if self.swap else x1 + x2
             result = ew.clamp(raw, self.lo, self.hi)
         node.output(0)[...] = result.reshape(node.output(0).shape)

@@ -1,6 +1,7 @@
 """MUL with numpy broadcasting and a fused activation, byte-identical to TFLM's reference kernel.
 
-* float32: a float32 product clamped to the activation range (+-FLT_MAX without one).
+* float32: a float32 product clamped to the activation range (+-FLT_MAX without one); of two NaNs, the one
+  TFLM's loop order keeps (``nan_from_second``).
 * int32: a wrapping int32 product clamped to the integer activation range.
 * int8 / int16: ``(x1 - zp1) * (x2 - zp2)`` in int32, scaled by ``s1 * s2 / s_out`` (a quantized
   multiplier computed in double, which may exceed one), offset by the output zero point and clamped.
@@ -34,6 +35,7 @@ class Mul(Kernel):
             self.multiplier, self.shift = quantize_multiplier(real)
             self.zp1, self.zp2, self.zp_out = a.zero_point, b.zero_point, out.zero_point
         self.lo, self.hi = ew.activation_range(node, out)
+        self.swap = out.dtype == np.float32 and ew.nan_from_second(a, b, out, broadcast_only=False)
 
     def invoke(self, node: Node) -> None:
         x1, x2 = ew.broadcast_inputs(node, 2)
@@ -44,5 +46,5 @@ class Mul(Kernel):
             result = ew.saturate(scaled, self.lo, self.hi, out.dtype)
         else:
             with np.errstate(all="ignore"):  # float overflow gives inf (then clamped), int32 wraps like C's
-                result = ew.clamp(x1 * x2, self.lo, self.hi)
+                result = ew.clamp(x2 * x1 if self.swap else x1 * x2, self.lo, self.hi)
         out[...] = result.reshape(out.shape)

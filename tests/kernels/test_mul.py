@@ -117,3 +117,14 @@ def test_int16_needs_zero_points_of_zero(which: int) -> None:
 def test_rejects_bad_shapes(shapes: tuple) -> None:
     with pytest.raises(PrepareError):
         Interpreter(model("float32", shapes)).allocate_tensors()
+
+
+@pytest.mark.parametrize("op", ["MUL", "ADD", "SUB"])
+@pytest.mark.parametrize("sa,sb", [((6,), (6,)), ((6,), (1,)), ((1,), (6,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)),
+                                   ((2, 1), (1, 3)), ((3,), ()), ((), (3,)), ((3, 1), (3, 1)),
+                                   ((2, 1, 1, 1, 1, 3), (1, 1, 1, 1, 1, 3))], ids=str)
+def test_float_two_nans_keep_tflms_operand(op: str, sa: tuple, sb: tuple) -> None:
+    """Of two NaNs TFLM returns the one its compiled loop puts first; the sign bit tells them apart (a fuzz find)."""
+    x, y = np.full(sa, np.nan, np.float32), np.full(sb, -np.nan, np.float32)
+    out = np.broadcast_shapes(sa, sb)
+    assert_same_as_tflm(op_model(op, [T(sa, "float32"), T(sb, "float32")], [T(out, "float32")]), [x, y])
