@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from micronn.ir import Tensor
+from micronn.kernels._custom_options import read_options
 from micronn.kernels.base import Kernel, Node, register
 from micronn.kernels.concatenation import _qparams
-from micronn.kernels.spill import read_options
 
 
 class Parts:

@@ -27,10 +27,10 @@ import numpy as np
 
 from micronn.ir import Quantization, Tensor
 from micronn.kernels._conv_util import PaddedInput, Window
+from micronn.kernels._custom_options import read_options
 from micronn.kernels.base import Node, register
 from micronn.kernels.conv_2d import Conv2D
 from micronn.kernels.fetch import Parts
-from micronn.kernels.spill import read_options
 from micronn.tflite import schema
 
 CONV_OPTIONS = ("padding", "stride_h", "stride_w", "dilation_h_factor", "dilation_w_factor",

@@ -25,8 +25,8 @@ from flatbuffers import flexbuffers
 from micronn.errors import MicronnError
 from micronn.interpreter import Interpreter
 from micronn.ir import Model, Operator, Subgraph, Tensor
+from micronn.kernels._custom_options import custom_options
 from micronn.kernels.fetch_conv_2d import CONV_OPTIONS
-from micronn.kernels.spill import custom_options
 from micronn.tflite import schema
 
 SPILL_OPS = frozenset({"Spill", "Fetch", "FetchConv2D"})

@@ -8,7 +8,7 @@ import pytest
 
 from micronn import Interpreter
 from micronn.errors import MicronnError, PrepareError
-from micronn.kernels.spill import custom_options
+from micronn.kernels._custom_options import custom_options
 from micronn.storage import MemoryStorage, StorageError
 from micronn.testing import Graph, Op, T, graph_ir, random_inputs
 from micronn.tflite.writer import write
