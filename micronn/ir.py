@@ -234,6 +234,8 @@ class Model:
                 for t in op.inputs:
                     if t >= 0 and t not in ready:
                         later = any(t in o.outputs for o in sg.operators[op.index:])
+                        if not later and 0 in sg.tensors[t].shape:  # nothing to read: TFLM runs it (RESHAPE)
+                            continue
                         why = "operators are unsorted or cyclic" if later else "nothing produces it"
                         raise ModelError(f"{where} reads tensor {t} ({sg.tensors[t].name!r}) before it is "
                                          f"written: {why}")

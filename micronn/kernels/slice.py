@@ -43,7 +43,8 @@ class Slice(Kernel):
         if len(inp.shape) > MAX_DIMS:
             raise node.fail(f"input has {len(inp.shape)} dimensions; TFLM slices at most {MAX_DIMS}")
         if begin.shape[0] < len(inp.shape):
-            raise node.fail(f"begin and size have {begin.shape[0]} entries for a {len(inp.shape)}-D input")
+            raise node.fail(f"begin and size have {begin.shape[0]} entries for a {len(inp.shape)}-D input: TFLM reads "
+                            "one per input dimension, past their end, so its result is undefined")
         self.index: tuple[slice, ...] | None = None
         if begin.is_constant and size.is_constant:
             self.index = self.block(node, node.fail)

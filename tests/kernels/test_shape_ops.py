@@ -157,6 +157,15 @@ def test_reshape_shape_sources(kw: dict) -> None:
     assert_same_as_tflm(model, inputs=inputs)
 
 
+@pytest.mark.parametrize("out_shape", [(6, 4), (24,), (1, 24)], ids=str)
+def test_reshape_empty_shape_tensor_nothing_produces(out_shape: tuple) -> None:
+    """An empty shape input that no operator writes holds nothing to read: TFLM runs the model (a public model
+    does this), and so does micronn; the output's static shape wins."""
+    graph = Graph({"x": T((2, 3, 4), "float32"), "s": T((0,), "int32"), "y": T(out_shape, "float32")},
+                  [Op("RESHAPE", ["x", "s"], ["y"])], ["x"], ["y"])
+    assert_same_as_tflm(graph_model(graph), [np.arange(24, dtype=np.float32).reshape(2, 3, 4)])
+
+
 def test_reshape_head_equals_tflm() -> None:
     model = reshape_model("float32", (2, 6), (3, 4), [3, 4])
     it = Interpreter(model, planner="tflm")
