@@ -32,6 +32,11 @@ class Activation(IntEnum):
 # one-field structured dtype has int32's size but stays distinct from int32, so the type code round-trips.
 RESOURCE = np.dtype([("resource_id", "<i4")])
 
+# TFLite's INT4 (weights only): two values per byte in the file, low nibble first. In the IR a constant holds one
+# sign-extended value per element with this one-field dtype, distinct from int8 so only kernels that know int4
+# take it; ``Tensor.nbytes`` counts the packed bytes, as they sit in flash.
+INT4 = np.dtype([("int4", "i1")])
+
 # TensorType code -> numpy dtype, for the types micronn computes with.
 DTYPES: dict[int, np.dtype] = {
     0: np.dtype(np.float32),
@@ -47,8 +52,25 @@ DTYPES: dict[int, np.dtype] = {
     13: RESOURCE,
     15: np.dtype(np.uint32),
     16: np.dtype(np.uint16),
+    17: INT4,
 }
 TYPE_CODES: dict[np.dtype, int] = {v: k for k, v in DTYPES.items()}
+
+
+def pack_int4(values: np.ndarray) -> bytes:
+    """int4 values (-8..7) two per byte, low nibble first, as TFLite files store them."""
+    v = np.asarray(values).view(np.int8).ravel().astype(np.uint8) & 0xF
+    if v.size % 2:
+        v = np.append(v, np.uint8(0))
+    return (v[0::2] | (v[1::2] << 4)).astype(np.uint8).tobytes()
+
+
+def unpack_int4(raw: np.ndarray | bytes, count: int) -> np.ndarray:
+    """``count`` sign-extended int4 values from packed bytes, as an :data:`INT4` array."""
+    b = np.frombuffer(bytes(raw), np.uint8)
+    v = np.empty(2 * b.size, np.int8)
+    v[0::2], v[1::2] = (b << 4).view(np.int8) >> 4, b.view(np.int8) >> 4
+    return v[:count].view(INT4)
 
 
 def _arr_eq(a: Any, b: Any) -> bool:
@@ -94,7 +116,8 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        n = int(np.prod(self.shape, dtype=np.int64))
+        return (n + 1) // 2 if self.dtype == INT4 else n * self.dtype.itemsize
 
     @property
     def is_constant(self) -> bool:
@@ -220,6 +243,9 @@ class Model:
         for sg in self.subgraphs:
             for t in sg.tensors:
                 check_quantization(t, f"subgraph {sg.index} tensor {t.index} ({t.name!r})")
+                if t.dtype == INT4 and not t.is_constant:
+                    raise ModelError(f"subgraph {sg.index} tensor {t.index} ({t.name!r}) is int4 but not a constant: "
+                                     "TFLM keeps int4 for weights only")
             for t in sg.inputs:
                 if sg.tensors[t].is_constant:  # setting the input would write into the model's weights
                     raise ModelError(f"subgraph {sg.index}: input tensor {t} ({sg.tensors[t].name!r}) is a constant")

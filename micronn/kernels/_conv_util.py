@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from micronn.ir import Activation, Padding, Tensor
+from micronn.ir import INT4, Activation, Padding, Tensor
 from micronn.kernels.base import Kernel, Node
 from micronn.quant import ShiftOverflowError, activation_range_quantized, quantize_multiplier, wrap_int32
 
@@ -419,11 +419,21 @@ class ConvLike(Kernel):
         if kind not in types or out.dtype != inp.dtype:
             raise node.fail(f"unsupported input/output types {inp.dtype.name}/{out.dtype.name}")
         want_filter, want_bias = types[kind]
-        if flt.dtype.name != want_filter:
+        self.int4 = flt.dtype == INT4 and kind == "int8"
+        if self.int4:  # TFLM unpacks int4 weights into an int8 scratch buffer at every invoke
+            if not flt.is_constant:
+                raise node.fail(f"int4 {noun} must be a constant")
+            node.request_scratch(int(np.prod(flt.shape, dtype=np.int64)))
+        elif flt.dtype.name != want_filter:
             raise node.fail(f"{kind} {needs.format(want_filter)} (hybrid models are not supported)")
         if bias is not None and bias.dtype.name not in want_bias:
             raise node.fail(f"bias type {bias.dtype.name} is not supported with {kind} inputs")
         return inp, flt, bias, out
+
+    def weights(self, node: Node) -> np.ndarray:
+        """The filter's values, int4 ones as int8."""
+        w = np.asarray(node.input(1))
+        return w.view(np.int8) if w.dtype == INT4 else w
 
     def prepare_channels(self, node: Node, inp: Tensor, flt: Tensor, out: Tensor, channels: int) -> None:
         """TFLM's (Depthwise)ConvPrepare: per-channel multipliers and shifts, which it keeps in the persistent tail

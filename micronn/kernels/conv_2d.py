@@ -63,7 +63,7 @@ class Conv2D(ConvLike):
 
     def _pack(self, node: Node) -> None:
         """Weights as per-group (K, out_c/groups) matrices, in an exactly-summing float type; bias as int64."""
-        w = np.asarray(node.input(1))
+        w = self.weights(node)
         out_c = w.shape[0]
         g, og = self.groups, out_c // self.groups
         self.w = w

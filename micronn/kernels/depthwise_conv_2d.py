@@ -58,7 +58,7 @@ class DepthwiseConv2D(ConvLike):
 
     def _pack(self, node: Node) -> None:
         """Per-tap weights shaped to broadcast against one tap's (N, H, W, in_c[, mult]) input slice."""
-        w = np.asarray(node.input(1))
+        w = self.weights(node)
         _, fh, fw, out_c = w.shape
         if self.kind == "float32":
             self.ftype = np.dtype(np.float32)

@@ -77,6 +77,8 @@ class FullyConnected(ConvLike):
             n_scales = len(flt.quant.scale)
             mults, shifts = conv_multipliers(inp, flt, out, n_scales)
             if n_scales > 1:  # per-channel weights: TFLM keeps multiplier and shift arrays, one per unit
+                if self.int4:
+                    raise node.fail("int4 weights must be quantized per tensor (TFLM's per-channel path refuses them)")
                 axis = flt.quant.axis
                 if not 0 <= axis < len(flt.shape) or flt.shape[axis] != n_scales:
                     raise node.fail(f"weights have {n_scales} scales along axis {axis} of {flt.shape}")
@@ -93,7 +95,7 @@ class FullyConnected(ConvLike):
             self._pack(node)
 
     def _pack(self, node: Node) -> None:
-        w = np.asarray(node.input(1)).reshape(-1, self.depth)[:self.units]
+        w = self.weights(node).reshape(-1, self.depth)[:self.units]
         bias = np.asarray(node.input(2)).reshape(-1)[:self.units] if self.has_bias else None
         if self.kind == "float32":
             self.w, self.bias = w, bias

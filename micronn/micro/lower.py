@@ -162,7 +162,7 @@ def _check_int8(o: _Op, kind: str) -> None:
 def _conv(o: _Op) -> list[Task]:
     k, inp = o.k, o.node.inputs[0]
     _check_int8(o, k.kind)
-    w, win = np.asarray(o.node.input(1)), k.win
+    w, win = k.weights(o.node), k.win
     oc, fh, fw, fc = w.shape
     return [o.task("mn_conv_2d_s8", o.out(), o.inp(0), o.inp(1), *_biases(k, oc, w.reshape(oc, -1).sum(1)),
                    *_requant_args(k.mults, k.shifts, oc), inp.shape[0], win.in_h, win.in_w, inp.shape[3],
@@ -174,7 +174,7 @@ def _conv(o: _Op) -> list[Task]:
 def _depthwise(o: _Op) -> list[Task]:
     k, inp = o.k, o.node.inputs[0]
     _check_int8(o, k.kind)
-    w, win = np.asarray(o.node.input(1)), k.win
+    w, win = k.weights(o.node), k.win
     _, fh, fw, oc = w.shape
     return [o.task("mn_depthwise_conv_2d_s8", o.out(), o.inp(0), o.inp(1),
                    *_biases(k, oc, w.reshape(-1, oc).sum(0)), *_requant_args(k.mults, k.shifts, oc),
@@ -186,7 +186,7 @@ def _depthwise(o: _Op) -> list[Task]:
 def _fully_connected(o: _Op) -> list[Task]:
     k = o.k
     _check_int8(o, k.kind)
-    w = np.asarray(o.node.input(1)).reshape(-1, k.depth)[:k.units]
+    w = k.weights(o.node).reshape(-1, k.depth)[:k.units]
     return [o.task("mn_fully_connected_s8", o.out(), o.inp(0), o.inp(1), _biases(k, k.units, w.sum(1))[1],
                    *_requant_args(k.mult64, k.shift64, k.units), k.batches, k.depth, k.units, int(k.out_zp),
                    int(k.act_min), int(k.act_max))]

@@ -11,9 +11,10 @@ Build a one-operator model::
     assert_same_as_tflm(model)
 
 ``T(shape, dtype, scale, zero_point, ...)`` describes a tensor: a sequence ``scale`` makes it per-channel along
-``axis``, ``data`` makes it a constant, ``variable=True`` a variable tensor; ``None`` in an operator's inputs
-marks an omitted optional input. Small multi-operator graphs are described with :class:`Graph` and :class:`Op`
-over named tensors and built with :func:`graph_model`.
+``axis``, ``data`` makes it a constant, ``variable=True`` a variable tensor; dtype ``"int4"`` makes packed int4
+weights from one value per element. ``None`` in an operator's inputs marks an omitted optional input. Small
+multi-operator graphs are described with :class:`Graph` and :class:`Op` over named tensors and built with
+:func:`graph_model`.
 """
 
 from __future__ import annotations
@@ -101,11 +102,11 @@ class T:
 
     def tensor(self, name: str, index: int) -> ir.Tensor:
         """The IR tensor this spec describes."""
-        dtype = np.dtype(self.dtype)
+        dtype = ir.INT4 if self.dtype == "int4" else np.dtype(self.dtype)
         shape = tuple(int(d) for d in self.shape)
         data = None
         if self.data is not None:
-            arr = np.asarray(self.data, dtype=dtype)
+            arr = np.asarray(self.data, np.int8).view(ir.INT4) if dtype == ir.INT4 else np.asarray(self.data, dtype)
             size = int(np.prod(shape, dtype=np.int64))
             arr = arr.reshape(shape) if arr.size == size else np.broadcast_to(arr, shape)
             data = np.ascontiguousarray(arr)

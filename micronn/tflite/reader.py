@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from micronn.errors import MicronnError, ModelError
-from micronn.ir import DTYPES, Model, Operator, Quantization, SignatureDef, Subgraph, Tensor
+from micronn.ir import DTYPES, INT4, Model, Operator, Quantization, SignatureDef, Subgraph, Tensor, unpack_int4
 from micronn.tflite import schema
 
 _Model = importlib.import_module("tflite.Model").Model
@@ -134,6 +134,8 @@ class _Reader:
         for d in shape:
             nbytes *= d
             span *= max(d, 1)  # an empty dimension must not hide absurd others (kernels loop over them)
+        if dtype == INT4:
+            nbytes = (nbytes + 1) // 2
         if span > MAX_TENSOR_BYTES:
             what = "needs" if span == nbytes else "would need, were its empty dimension filled,"
             raise ModelError(f"{self.where}: shape {shape} {what} {span} bytes, beyond any microcontroller")
@@ -160,7 +162,8 @@ class _Reader:
             if len(raw) < nbytes:
                 raise ModelError(f"{self.where}: buffer {bidx} holds {len(raw)} bytes but shape {shape} "
                                  f"of {dtype.name} needs {nbytes}")
-            data = raw[:nbytes].view(dtype).reshape(shape)
+            data = (unpack_int4(raw[:nbytes], int(np.prod(shape, dtype=np.int64))) if dtype == INT4
+                    else raw[:nbytes].view(dtype)).reshape(shape)
         return Tensor(name, shape, dtype, quant, data, bool(t.IsVariable()), sig, bidx, i)
 
     def subgraph(self, sg: Any, si: int) -> Subgraph:

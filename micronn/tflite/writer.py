@@ -84,9 +84,11 @@ def _tensor_bytes(t: ir.Tensor) -> bytes:
     data = np.asarray(t.data)
     if data.dtype != t.dtype:
         raise ValueError(f"tensor {t.name!r}: data is {data.dtype}, tensor is {t.dtype}")
-    if data.size * data.dtype.itemsize != t.nbytes:
+    if data.size != int(np.prod(t.shape, dtype=np.int64)):
         raise ValueError(f"tensor {t.name!r}: data has {data.size} elements, shape {tuple(t.shape)} needs "
-                         f"{t.nbytes // t.dtype.itemsize}")
+                         f"{int(np.prod(t.shape, dtype=np.int64))}")
+    if t.dtype == ir.INT4:
+        return ir.pack_int4(np.ascontiguousarray(data))
     return data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
 
 
