@@ -22,8 +22,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from micronn import analyze, micro, simulate, tinyseg
-from micronn.errors import MicronnError
+from micronn import __version__, analyze, micro, simulate, tinyseg
+from micronn.errors import MicronnError, check_writable
 from micronn.planners import Sharing
 
 
@@ -57,6 +57,15 @@ def _memory_lines(mem: dict[str, Any]) -> str:
 
 
 def cmd_demo(a: argparse.Namespace) -> Any:
+    if a.audio is not None:
+        res = simulate.keyword(a.audio)
+        out = {"audio": res["audio"], "keyword": res["keyword"], "scores": res["scores"]}
+        if a.json:
+            return out
+        scores = ", ".join(f"{k} {v:.3f}" for k, v in out["scores"].items())
+        print(f"micro_speech on '{out['audio']}' (49 frames through audio_preprocessor_int8): "
+              f"\"{out['keyword']}\" ({scores})")
+        return None
     res = simulate.demo(a.image)
     if a.json:
         return res
@@ -64,6 +73,21 @@ def cmd_demo(a: argparse.Namespace) -> Any:
     print(f"person_detect on the bundled '{res['image']}' image: {verdict} "
           f"(person {res['person_score']:.3f}, no person {res['no_person_score']:.3f})")
     print(_memory_lines(res["arena"]))
+    return None
+
+
+def cmd_analyze(a: argparse.Namespace) -> Any:
+    if a.html:
+        check_writable(a.html)
+    res = analyze.analyze(a.model, planner=a.planner, target=a.target)
+    if a.html:
+        analyze.write_report(res, a.html)
+        if not a.json:
+            print(f"wrote {a.html}")
+            return None
+    if a.json:
+        return res.to_dict()
+    print(res.csv() if a.csv else res.text(), end="" if a.csv else "\n")
     return None
 
 
@@ -270,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="micronn", description="Run TFLite models byte-identically to TFLM.")
+    p.add_argument("--version", action="version", version=f"micronn {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def add(name: str, fn: Any, help_: str) -> argparse.ArgumentParser:
@@ -278,8 +303,17 @@ def _parser() -> argparse.ArgumentParser:
         sp.set_defaults(fn=fn)
         return sp
 
-    sp = add("demo", cmd_demo, "person detection on a bundled image, with the arena it needs")
+    sp = add("demo", cmd_demo, "person detection on a bundled image (or a keyword in audio), with the arena it needs")
     sp.add_argument("--image", default="person", choices=["person", "no_person"])
+    sp.add_argument("--audio", metavar="yes|no|silence|noise|PATH.wav",
+                    help="run micro_speech on a bundled recording or a 16 kHz 16-bit mono .wav file instead")
+    sp = add("analyze", cmd_analyze, "one row per operator (shapes, quantization, MACs, flash, live memory, scratch, "
+             "cycles) and the model's totals")
+    sp.add_argument("model")
+    sp.add_argument("--planner", default="optimal", help="micronn's planner for the offsets (default optimal)")
+    sp.add_argument("--target", help="measure instructions and cycles per operator on this device (e.g. cortex-m4)")
+    sp.add_argument("--csv", action="store_true", help="print the per-operator table as CSV")
+    sp.add_argument("--html", metavar="PATH", help="write a self-contained report: graph, table, plan, costs")
     sp = add("info", cmd_info, "ops, tensors, sizes and memory summary of a model")
     sp.add_argument("model")
     sp.add_argument("--cold-ranges", action="store_true", help="each tensor's longest idle stretch (TinySeg)")

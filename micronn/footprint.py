@@ -44,8 +44,23 @@ _PER_OP = {
     "MAX_POOL_2D": 52, "RESHAPE": 49, "ADD": 17, "MUL": 11, "PAD": 106, "CONCATENATION": 46, "TRANSPOSE_CONV": 46,
     "QUANTIZE": 11, "SVDF": 69, "MEAN": 24, "RELU": 121, "STRIDED_SLICE": 133, "SHAPE": 0, "PACK": 0,
     "UNIDIRECTIONAL_SEQUENCE_LSTM": 687, "LOGISTIC": 11, "TANH": 7, "LESS": 7, "GATHER": 4, "SPLIT": 4,
-    "LOGICAL_AND": 4, "WHILE": 4,
+    "LOGICAL_AND": 4, "WHILE": 4, "CAST": 4, "DIV": 4, "MINIMUM": 4, "MAXIMUM": 4,
+    # the signal library, at micro_speech's sizes (40 filterbank channels)
+    "SignalWindow": 26, "SignalFftAutoScale": 26, "SignalEnergy": 26, "SignalFilterBankSquareRoot": 26,
+    "SignalPCAN": 26, "SignalFilterBankLog": 26, "SignalFilterBank": 408, "SignalFilterBankSpectralSubtraction": 80,
 }
+
+
+def _op_bytes(g: Any, op: Any) -> int:
+    """An operator's tail bytes beyond micronn's own persistent arrays. The FFTs keep twiddle and work tables that
+    grow with the length (measured on the wheel: 352 bytes plus, per point of the half-length complex FFT n,
+    2.5 values of the FFT's type)."""
+    if op.op in ("SignalRfft", "SignalIrfft") and op.outputs:
+        t = g.tensors[op.outputs[0] if op.op == "SignalRfft" else op.inputs[0]]
+        n = max(t.shape[-1] - 2, 0) // 2 if t.shape else 0  # fft_length + 2 values: n = fft_length / 2 points
+        size = 4 if t.dtype.itemsize == 2 else 8
+        return 352 + size * (n + 3 * n // 2) - (16 if op.op == "SignalIrfft" and t.dtype.kind != "f" else 0)
+    return _PER_OP.get(op.op, _DEFAULT_OP)
 
 
 def _structure(interp: Any) -> dict[str, int]:
@@ -84,9 +99,9 @@ def estimate_tflm_tail(model: Any) -> int:
     """TFLM's 64-bit persistent tail predicted from the graph (no wheel needed); ``model`` may be an Interpreter."""
     it = _interp(model)
     s = _structure(it)
-    ops = [op.op for g in it.model.subgraphs for op in g.operators]
     return (_known_bytes(s) + _BASE + _PER_SUBGRAPH * (s["subgraphs"] - 1)
-            + _PER_SCRATCH * s["scratch_requests"] + sum(_PER_OP.get(op, _DEFAULT_OP) for op in ops))
+            + _PER_SCRATCH * s["scratch_requests"] + sum(_op_bytes(g, op) for g in it.model.subgraphs
+                                                         for op in g.operators))
 
 
 def cortex_m_tail(host_tail: int, s: dict[str, int], remainder: int = 0) -> dict[str, int]:

@@ -22,6 +22,32 @@ from micronn.kernels._control_flow import ResourceVariables
 from micronn.resolver import OpResolver
 from micronn.tflite.reader import Source, read
 
+# The operators whose TFLM kernels decompress LUT-compressed constants (micronn.ir.Lut), and the inputs they
+# decompress (None: all). Each such input costs a scratch buffer of its decompressed size while the operator runs,
+# asked for after the kernel's own; any other reader would compute with the packed indices.
+DECOMPRESSED_INPUTS: dict[str, tuple[int, ...] | None] = {
+    "FULLY_CONNECTED": (1, 2), "CONV_2D": (1, 2), "DEPTHWISE_CONV_2D": (1, 2), "TRANSPOSE_CONV": (1, 3),
+    "CONCATENATION": None, "ASSIGN_VARIABLE": (1,),
+}
+
+
+def _check_compressed(model: Model) -> None:
+    """Refuse LUT-compressed tensors that something other than a decompressing kernel input reads."""
+    for sg in model.subgraphs:
+        if not any(t.lut is not None for t in sg.tensors):
+            continue
+        for op in sg.operators:
+            slots = DECOMPRESSED_INPUTS.get(op.op, ()) if not op.custom else ()
+            for k, t in enumerate(op.inputs):
+                if t >= 0 and sg.tensors[t].lut is not None and slots is not None and k not in slots:
+                    raise ModelError(f"subgraph {sg.index} tensor {t} ({sg.tensors[t].name!r}) is LUT-compressed "
+                                     f"but operator {op.index} ({op.op}) reads it as input {k}, which TFLM does not "
+                                     "decompress")
+        for t in sg.outputs:
+            if sg.tensors[t].lut is not None:
+                raise ModelError(f"subgraph {sg.index} output tensor {t} ({sg.tensors[t].name!r}) is "
+                                 "LUT-compressed: TFLM would hand out the packed indices")
+
 
 class _HeadPlan(NamedTuple):
     """One planning of the arena head: what the kernels asked for, what sharing made of it, and where it all goes."""
@@ -133,6 +159,7 @@ class Interpreter:
         if not isinstance(sharing, (bool, planners.Sharing)):
             raise MicronnError(f"sharing must be True, False or a micronn.planners.Sharing, got {sharing!r}")
         self.model = model if isinstance(model, Model) else read(model)
+        _check_compressed(self.model)
         self._storage = storage  # where Spill/Fetch kernels keep spilled tensors (micronn.storage)
         self.resolver = resolver or OpResolver.all()
         self.planner = planners.get(planner)
@@ -235,6 +262,9 @@ class Interpreter:
                     raise
                 except Exception as e:  # a kernel tripping over an inconsistent model is still the model's fault
                     raise node.fail(f"prepare failed: {type(e).__name__}: {e}") from e
+                for t in node.inputs:  # TFLM decompresses into scratch: one buffer per compressed input
+                    if t is not None and t.lut is not None:
+                        node.request_scratch(t.nbytes)
                 node.preparing = False
         scratch = {(n.subgraph, n.index): n.scratch_sizes for ns in self._all_nodes for n in ns if n.scratch_sizes}
         # one timeline over the main subgraph and those its control flow calls; TFLM also plans tensors nothing

@@ -73,6 +73,67 @@ def unpack_int4(raw: np.ndarray | bytes, count: int) -> np.ndarray:
     return v[:count].view(INT4)
 
 
+def pack_indices(indices: np.ndarray, bits: int) -> bytes:
+    """Unsigned ``bits``-wide indices packed most significant bit first, zero-padded to a byte: TFLM's LUT
+    compression bitstring."""
+    idx = np.asarray(indices, np.uint8).reshape(-1)
+    planes = (idx[:, None] >> np.arange(bits - 1, -1, -1, dtype=np.uint8)) & 1
+    return np.packbits(planes.reshape(-1)).tobytes()
+
+
+def unpack_indices(raw: np.ndarray | bytes, bits: int, count: int) -> np.ndarray:
+    """The first ``count`` ``bits``-wide indices of a packed bitstring (the caller checks it is long enough)."""
+    planes = np.unpackbits(np.frombuffer(bytes(raw), np.uint8), count=count * bits).reshape(count, bits)
+    return (planes.astype(np.uint8) << np.arange(bits - 1, -1, -1, dtype=np.uint8)).sum(axis=1, dtype=np.uint8)
+
+
+def channel_of(shape: tuple[int, ...], axis: int | None) -> np.ndarray:
+    """Per element (C order), which value table a LUT-compressed tensor looks it up in: 0 without ``axis``."""
+    n = int(np.prod(shape, dtype=np.int64))
+    if axis is None:
+        return np.zeros(n, np.intp)
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    return (np.arange(n) // max(inner, 1)) % shape[axis]
+
+
+# TFLM decompresses tensors of these types only.
+LUT_DTYPES = frozenset(np.dtype(d) for d in (np.float32, np.int8, np.int16, np.int32, np.int64, np.bool_))
+
+
+@dataclass(eq=False)
+class Lut:
+    """TFLM's look-up-table compression of a constant. ``Tensor.data`` keeps the decompressed values (kernels run
+    unchanged); the file stores ``bits``-wide indices into ``values``, which has one row (value table) per channel
+    along ``axis`` or a single row when ``axis`` is None. Rows may be padded past the values they use."""
+
+    values: np.ndarray  # (channels, stride), the tensor's dtype
+    bits: int
+    axis: int | None = None
+
+    def indices(self, data: np.ndarray) -> np.ndarray:
+        """Each element's index into its channel's table (the first entry holding its bytes)."""
+        table = np.ascontiguousarray(self.values)
+        words = np.dtype(f"u{table.dtype.itemsize}")
+        keys, flat = table.view(words), np.ascontiguousarray(data).reshape(-1).view(words)
+        chan = channel_of(np.shape(data), self.axis)
+        out = np.empty(flat.size, np.uint8)
+        for c in range(table.shape[0]):
+            sel = chan == c
+            order = np.argsort(keys[c], kind="stable")
+            pos = np.minimum(np.searchsorted(keys[c][order], flat[sel]), table.shape[1] - 1)
+            found = order[pos]
+            if not np.array_equal(keys[c][found], flat[sel]):
+                raise ValueError(f"a value is missing from value table {c}")
+            out[sel] = found
+        if out.size and int(out.max()) >> self.bits:
+            raise ValueError(f"an index needs more than {self.bits} bits")
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Lut) and (self.bits, self.axis) == (other.bits, other.axis) and _arr_eq(
+            self.values, other.values)
+
+
 def _arr_eq(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -113,6 +174,7 @@ class Tensor:
     shape_signature: tuple[int, ...] | None = None
     buffer: int = 0  # buffer index in the source file; tensors sharing one keep sharing it
     index: int = -1
+    lut: Lut | None = None  # how the file compresses ``data`` (TFLM's COMPRESSION_METADATA); None: stored plainly
 
     @property
     def nbytes(self) -> int:
@@ -138,6 +200,7 @@ class Tensor:
             == (other.name, tuple(other.shape), other.dtype, other.is_variable, other.shape_signature)
             and self.quant == other.quant
             and _arr_eq(self.data, other.data)
+            and self.lut == other.lut
         )
 
 
@@ -330,6 +393,48 @@ def called_subgraphs(op: Operator) -> list[int]:
     if op.custom or op.op not in CALLS or op.options is None:
         return []
     return [int(getattr(op.options, name)) for name in CALLS[op.op]]
+
+
+def op_macs(sg: Subgraph, op: Operator) -> int:
+    """Multiply-accumulates one invoke of ``op`` computes (its products; 0 for ops without a matrix product).
+
+    CONV_2D: output elements x filter taps x filter depth; DEPTHWISE_CONV_2D: output elements x taps;
+    TRANSPOSE_CONV: input elements x output channels x taps; FULLY_CONNECTED and BATCH_MATMUL: output elements x
+    depth; SVDF: feature and time weights per batch row; UNIDIRECTIONAL_SEQUENCE_LSTM: the gates' input and
+    recurrent weights (+ projection) per step and batch row.
+    """
+    def t(i: int) -> Tensor | None:
+        return sg.tensors[i] if 0 <= i < len(sg.tensors) else None
+
+    def size(x: Tensor | None) -> int:
+        return int(np.prod(x.shape, dtype=np.int64)) if x is not None else 0
+
+    ins = [t(i) for i in op.inputs]
+    out = t(op.outputs[0]) if op.outputs else None
+    w = ins[1] if len(ins) > 1 else None
+    if op.op == "FetchConv2D" and len(ins) >= 2:
+        w = ins[-2]
+    if w is None or out is None or not w.shape:
+        return 0
+    if op.op in ("CONV_2D", "FetchConv2D") and len(w.shape) == 4:
+        return size(out) * int(np.prod(w.shape[1:], dtype=np.int64))
+    if op.op == "DEPTHWISE_CONV_2D" and len(w.shape) == 4:
+        return size(out) * w.shape[1] * w.shape[2]
+    if op.op == "TRANSPOSE_CONV" and len(w.shape) == 4 and len(ins) > 2:
+        return size(ins[2]) * w.shape[0] * w.shape[1] * w.shape[2]
+    if op.op == "FULLY_CONNECTED":
+        return size(out) * w.shape[-1]
+    if op.op == "BATCH_MATMUL" and ins[0] is not None and len(ins[0].shape) >= 2:
+        adj_x = bool(getattr(op.options, "adj_x", False))
+        return size(out) * ins[0].shape[-2 if adj_x else -1]
+    if op.op == "SVDF" and len(ins) > 2 and ins[0] is not None and ins[2] is not None:
+        rows = size(ins[0]) // max(ins[0].shape[-1], 1)  # batch
+        return rows * (size(w) + size(ins[2]))  # feature weights, then time weights
+    if op.op == "UNIDIRECTIONAL_SEQUENCE_LSTM" and ins[0] is not None and len(ins) > 8:
+        rows = size(ins[0]) // max(ins[0].shape[-1], 1)  # time steps x batch
+        gates = sum(size(ins[i]) for i in range(1, 9))  # input and recurrent weights of the (up to) four gates
+        return rows * (gates + (size(ins[16]) if len(ins) > 16 else 0))  # + projection
+    return 0
 
 
 def random_inputs(model: Model, seed: int = 0) -> list[np.ndarray]:

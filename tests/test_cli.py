@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import model_path
 
-from micronn import analyze
+from micronn import __version__, analyze
 from micronn.cli import main
 
 
@@ -51,6 +51,14 @@ def test_demo_finds_the_person(capsys) -> None:
     res = _json(capsys, "demo")
     assert res["person"] and res["arena"]["head_bytes"] < 55_296 < res["arena"]["lower_bound_bytes"] + 1
     assert not _json(capsys, "demo", "--image", "no_person")["person"]
+
+
+def test_demo_hears_the_keyword(capsys) -> None:
+    assert _json(capsys, "demo", "--audio", "no")["keyword"] == "no"
+    assert main(["demo", "--audio", "yes"]) == 0
+    assert '"yes"' in capsys.readouterr().out
+    assert main(["demo", "--audio", "/no/such.wav"]) == 1
+    assert "cannot read audio" in capsys.readouterr().err
 
 
 def test_errors_exit_non_zero(tmp_path, capsys) -> None:
@@ -216,6 +224,7 @@ def test_unexpected_exceptions_name_their_type(monkeypatch, capsys) -> None:
 def test_help_returns_zero(capsys) -> None:
     assert main(["--help"]) == 0 and main(["run", "--help"]) == 0
     assert "--arena-size" in capsys.readouterr().out
+    assert main(["--version"]) == 0 and capsys.readouterr().out.strip() == f"micronn {__version__}"
 
 
 def test_entry_point_prints_no_traceback(tmp_path: Path) -> None:

@@ -45,8 +45,7 @@ def _draw(ax: Any, report: dict[str, Any], title: str) -> None:
                  f"{report['total_bytes']:,} B (lower bound {report['lower_bound_bytes']:,})", fontsize=8)
 
 
-def plot_plan(report: dict[str, Any], path: str | Path, compare: dict[str, Any] | None = None) -> Path:
-    """Draw ``report`` (``Interpreter.arena_report()``), beside ``compare`` if given, to png/svg/html."""
+def _figure(report: dict[str, Any], compare: dict[str, Any] | None) -> Any:
     try:
         import matplotlib
 
@@ -54,22 +53,39 @@ def plot_plan(report: dict[str, Any], path: str | Path, compare: dict[str, Any] 
         import matplotlib.pyplot as plt
     except ImportError as e:
         raise MicronnError("plotting needs matplotlib: pip install 'micronn[plot]'") from e
-    path = Path(path)
-    fmt = path.suffix.lower().lstrip(".")
-    if fmt not in ("png", "svg", "html"):
-        raise MicronnError(f"cannot draw to {path.name}: use .png, .svg or .html")
     reports = [compare, report] if compare is not None else [report]
     fig, axes = plt.subplots(1, len(reports), figsize=(7 * len(reports), 5), squeeze=False, sharey=True)
     for ax, r in zip(axes[0], reports):
         _draw(ax, r, r["planner"])
     axes[0][0].set_ylim(0, max(max(r["head_bytes"] for r in reports), 1) * 1.1)  # axes share y
     fig.tight_layout()
+    return fig
+
+
+def plan_svg(report: dict[str, Any], compare: dict[str, Any] | None = None) -> str:
+    """The plan picture as an SVG document (for pages that embed it)."""
+    import matplotlib.pyplot as plt
+
+    fig = _figure(report, compare)
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def plot_plan(report: dict[str, Any], path: str | Path, compare: dict[str, Any] | None = None) -> Path:
+    """Draw ``report`` (``Interpreter.arena_report()``), beside ``compare`` if given, to png/svg/html."""
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg", "html"):
+        raise MicronnError(f"cannot draw to {path.name}: use .png, .svg or .html")
     if fmt == "html":
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg")
         path.write_text(f"<!doctype html><meta charset='utf-8'><title>micronn arena plan</title>"
-                        f"<body style='margin:0'>{buf.getvalue()}</body>")
-    else:
-        fig.savefig(path, dpi=130)
+                        f"<body style='margin:0'>{plan_svg(report, compare)}</body>")
+        return path
+    import matplotlib.pyplot as plt
+
+    fig = _figure(report, compare)
+    fig.savefig(path, dpi=130)
     plt.close(fig)
     return path

@@ -16,13 +16,31 @@ from typing import Any
 import numpy as np
 
 from micronn.errors import MicronnError, ModelError
-from micronn.ir import DTYPES, INT4, Model, Operator, Quantization, SignatureDef, Subgraph, Tensor, unpack_int4
+from micronn.ir import (
+    DTYPES,
+    INT4,
+    LUT_DTYPES,
+    Lut,
+    Model,
+    Operator,
+    Quantization,
+    SignatureDef,
+    Subgraph,
+    Tensor,
+    channel_of,
+    unpack_indices,
+    unpack_int4,
+)
 from micronn.tflite import schema
 
 _Model = importlib.import_module("tflite.Model").Model
 _TYPE_NAMES = {v: k for k, v in vars(importlib.import_module("tflite.TensorType").TensorType).items()
                if not k.startswith("_")}
 
+COMPRESSION_KEY = "COMPRESSION_METADATA"  # TFLM's look-up-table compression (micronn.ir.Lut)
+COMPRESSION_SCHEMA_VERSION = 1  # the newest TFLM understands; it ignores the metadata of newer ones
+MAX_LUT_BITS = 7  # TFLM refuses wider indices
+DECODE_OP = "TFLM_DECODE"  # TFLM's DECODE custom operator: its even inputs hold encoded (not typed) data
 MAX_TENSOR_BYTES = 1 << 30  # a tensor needing more than 1 GiB cannot be meant for a microcontroller
 MAX_DIMS = 16
 
@@ -44,6 +62,9 @@ class _Reader:
         self.buf = buf if not isinstance(buf, memoryview) else buf.cast("B")
         self.size = len(self.buf)
         self.where = "model"
+        self.luts: dict[int, dict[int, tuple[int, int]]] = {}  # COMPRESSION_METADATA, as _lut_entries gives it
+        self.encoded: set[int] = set()  # tensors of the current subgraph that DECODE operators read encoded
+        self.si = 0  # the subgraph being read
 
     def count(self, obj: Any, name: str, elem: int = 4) -> int:
         """Length of vector ``name`` of ``obj``, refusing lengths the file cannot hold."""
@@ -82,17 +103,26 @@ class _Reader:
             name = schema.BUILTIN_NAMES.get(code)
             if name is None:
                 raise ModelError(f"operator code {i}: unknown builtin code {code}")
-            custom = name == "CUSTOM"
+            # TFLM's compression tool writes DECODE with builtin code 0 and its custom code; TFLM runs it as custom
+            custom = name == "CUSTOM" or (code == 0 and bool(oc.CustomCode()))
             codes.append((self.string(oc.CustomCode()) if custom else name, custom, oc.Version() or 1))
         self.codes = codes
-        subgraphs = [self.subgraph(m.Subgraphs(i), i) for i in range(self.count(m, "Subgraphs"))]
-        if not subgraphs:
-            raise ModelError("model has no subgraphs")
         metadata = {}
         for i in range(self.count(m, "Metadata")):
             self.where = f"metadata {i}"
             md = m.Metadata(i)
             metadata[self.string(md.Name())] = bytes(self.buffer_bytes(md.Buffer()))
+        n_sg = self.count(m, "Subgraphs")
+        # the tables replace the blob: the writer makes it anew from every Tensor.lut
+        self.luts = _lut_entries(metadata.pop(COMPRESSION_KEY), n_sg) if COMPRESSION_KEY in metadata else {}
+        subgraphs = [self.subgraph(m.Subgraphs(i), i) for i in range(n_sg)]
+        if not subgraphs:
+            raise ModelError("model has no subgraphs")
+        for si, entries in self.luts.items():
+            if entries:
+                t = min(entries)
+                raise ModelError(f"{COMPRESSION_KEY}: subgraph {si} tensor {t} is compressed but the subgraph has "
+                                 f"only {len(subgraphs[si].tensors)} tensors")
         sigs = []
         for i in range(self.count(m, "SignatureDefs")):
             self.where = f"signature def {i}"
@@ -148,7 +178,9 @@ class _Reader:
             if len(zp) not in (len(scale), 0):
                 raise ModelError(f"{self.where}: {len(scale)} scales but {len(zp)} zero points")
             axis = q.QuantizedDimension()
-            if axis < 0 or (len(scale) > 1 and len(scale) not in shape):  # bias tensors keep the filter's axis
+            if i in self.encoded:  # the compression tool leaves the decoded tensor's quantization on these bytes
+                scale = zp = np.zeros(0, np.float32)
+            elif axis < 0 or (len(scale) > 1 and len(scale) not in shape):  # bias tensors keep the filter's axis
                 raise ModelError(f"{self.where}: {len(scale)} per-channel scales along axis {axis} fit no "
                                  f"dimension of {shape}")
             mn = np.array(q.MinAsNumpy(), np.float32) if self.count(q, "Min") else None
@@ -157,6 +189,11 @@ class _Reader:
             quant = Quantization(scale, zp, axis, mn, mx) if len(zp) else None
         bidx = t.Buffer()
         raw = self.buffer_bytes(bidx)
+        entry = self.luts.get(self.si, {}).pop(i, None)
+        if entry is not None:
+            n_scales = 0 if q is None or q.ScaleIsNone() else self.count(q, "Scale")
+            tensor = Tensor(name, shape, dtype, quant, None, bool(t.IsVariable()), sig, bidx, i)
+            return self.compressed(tensor, raw, n_scales, q.QuantizedDimension() if n_scales else 0, *entry)
         data = None
         if len(raw):
             if len(raw) < nbytes:
@@ -166,9 +203,50 @@ class _Reader:
                     else raw[:nbytes].view(dtype)).reshape(shape)
         return Tensor(name, shape, dtype, quant, data, bool(t.IsVariable()), sig, bidx, i)
 
+    def compressed(self, t: Tensor, raw: np.ndarray, n_scales: int, qdim: int, value_buffer: int, bits: int) -> Tensor:
+        """``t`` with its LUT-compressed data decompressed, after every check TFLM leaves to chance (it would read
+        past a table or a buffer, or decode garbage)."""
+        where = f"{self.where}, compressed by {COMPRESSION_KEY},"
+        if t.dtype not in LUT_DTYPES:
+            raise ModelError(f"{where} is {t.dtype.name}: TFLM decompresses "
+                             f"{', '.join(sorted(d.name for d in LUT_DTYPES))} tensors only")
+        if t.is_variable or not len(raw):
+            raise ModelError(f"{where} is not a constant: only constants can be compressed")
+        if not 1 <= bits <= MAX_LUT_BITS:
+            raise ModelError(f"{where} has index bit width {bits}; TFLM takes 1 to {MAX_LUT_BITS}")
+        rank, count = len(t.shape), int(np.prod(t.shape, dtype=np.int64))
+        axis = None
+        if n_scales > 1:  # TFLM: one table per channel of a per-channel quantized tensor, first or last axis
+            axis = 0 if qdim == 0 or rank == 1 else rank - 1
+            if qdim != axis or t.shape[axis] != n_scales:
+                raise ModelError(f"{where} is quantized per channel along axis {qdim} of {list(t.shape)}; TFLM "
+                                 f"looks its value tables up along the first or last axis only")
+        channels = n_scales if axis is not None else 1
+        table = self.buffer_bytes(value_buffer)
+        size = t.dtype.itemsize
+        if not len(table) or len(table) % (size * channels):
+            raise ModelError(f"{where}: value buffer {value_buffer} holds {len(table)} bytes, not {channels} "
+                             f"equal table(s) of {t.dtype.name}")
+        if len(raw) * 8 < count * bits:
+            raise ModelError(f"{where}: buffer {t.buffer} holds {len(raw)} bytes but {count} indices of {bits} "
+                             f"bits need {(count * bits + 7) // 8}")
+        values = np.frombuffer(bytes(table), t.dtype.newbyteorder("<")).astype(t.dtype).reshape(channels, -1)
+        idx = unpack_indices(raw, bits, count)
+        bad = np.flatnonzero(idx >= values.shape[1])
+        if bad.size:
+            raise ModelError(f"{where}: element {int(bad[0])} has index {int(idx[bad[0]])} but its value table "
+                             f"holds {values.shape[1]} values")
+        values.flags.writeable = False
+        data = values[channel_of(t.shape, axis), idx].reshape(t.shape)
+        data.flags.writeable = False
+        t.data, t.lut = data, Lut(values, bits, axis)
+        return t
+
     def subgraph(self, sg: Any, si: int) -> Subgraph:
         self.where = f"subgraph {si}"
+        self.si = si
         n_t = self.count(sg, "Tensors")
+        self.encoded = self.decode_inputs(sg, n_t)
         tensors = [self.tensor(sg.Tensors(i), i) for i in range(n_t)]
         self.where = f"subgraph {si}"
         inputs, outputs = self.ints(sg, "Inputs"), self.ints(sg, "Outputs")
@@ -208,6 +286,73 @@ class _Reader:
             copts = bytes(o.CustomOptionsAsNumpy()) if self.count(o, "CustomOptions", 1) else None
             ops.append(Operator(name, ins, outs, opts, copts, custom, version, inter, i))
         return Subgraph(tensors, ops, inputs, outputs, self.string(sg.Name()), si)
+
+    def decode_inputs(self, sg: Any, n_t: int) -> set[int]:
+        """The tensors DECODE operators read as encoded data (every other input, from the first)."""
+        out: set[int] = set()
+        for i in range(self.count(sg, "Operators")):
+            o = sg.Operators(i)
+            ci = o.OpcodeIndex()
+            if 0 <= ci < len(self.codes) and self.codes[ci][:2] == (DECODE_OP, True):
+                out.update(int(v) for v in self.ints(o, "Inputs")[0::2])
+        return out
+
+
+def _lut_entries(blob: bytes, n_subgraphs: int) -> dict[int, dict[int, tuple[int, int]]]:
+    """COMPRESSION_METADATA (a flatbuffer: Metadata{schema_version, subgraphs: [{lut_tensors: [{tensor,
+    value_buffer, index_bitwidth}]}]}) as subgraph -> tensor -> (value buffer, index bits), every offset checked."""
+    where = f"{COMPRESSION_KEY} metadata"
+    end = len(blob)
+
+    def u(pos: int, fmt: str) -> int:
+        if not 0 <= pos <= end - struct.calcsize(fmt):
+            raise ModelError(f"{where} is malformed: offset {pos} lies outside its {end} bytes")
+        return struct.unpack_from("<" + fmt, blob, pos)[0]
+
+    def field(table: int, slot: int) -> int | None:
+        vtable = table - u(table, "i")
+        at = 4 + 2 * slot
+        off = u(vtable + at, "H") if at < u(vtable, "H") else 0
+        return table + off if off else None
+
+    def scalar(table: int, slot: int, fmt: str, default: int) -> int:
+        pos = field(table, slot)
+        return default if pos is None else u(pos, fmt)
+
+    def tables(table: int, slot: int) -> list[int]:
+        pos = field(table, slot)
+        if pos is None:
+            return []
+        vec = pos + u(pos, "I")
+        n = u(vec, "I")
+        if n * 4 > end:
+            raise ModelError(f"{where} is malformed: a vector claims {n} entries")
+        return [vec + 4 + 4 * k + u(vec + 4 + 4 * k, "I") for k in range(n)]
+
+    root = u(0, "I")
+    version = scalar(root, 0, "I", 1)
+    if version > COMPRESSION_SCHEMA_VERSION:
+        raise ModelError(f"{where} has schema version {version}; TFLM reads version {COMPRESSION_SCHEMA_VERSION} "
+                         "and would ignore it, running on the packed indices")
+    subgraphs = tables(root, 1)
+    if not subgraphs:
+        raise ModelError(f"{where} lists no subgraphs (TFLM refuses it)")
+    if len(subgraphs) > n_subgraphs:
+        raise ModelError(f"{where} describes {len(subgraphs)} subgraphs; the model has {n_subgraphs}")
+    out: dict[int, dict[int, tuple[int, int]]] = {}
+    for si, sg in enumerate(subgraphs):
+        entries = out.setdefault(si, {})
+        listed = tables(sg, 0)
+        if not listed:
+            raise ModelError(f"{where}: subgraph {si} lists no tensor (TFLM refuses it)")
+        for lt in listed:
+            tensor = scalar(lt, 0, "i", 0)
+            if tensor < 0:
+                raise ModelError(f"{where}: subgraph {si} names tensor {tensor}")
+            if tensor in entries:
+                raise ModelError(f"{where}: subgraph {si} tensor {tensor} is listed twice")
+            entries[tensor] = (scalar(lt, 1, "I", 0), scalar(lt, 2, "B", 0))
+    return out
 
 
 def read(source: Source, *, validate: bool = True) -> Model:

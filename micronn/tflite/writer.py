@@ -8,7 +8,9 @@ is vendored. Layout choices that matter to the runtime:
 * constant data is written first (so it sits at the end of the file, like the converter does) and each data
   vector is 16-byte aligned, so kernels can view it in place with any element type;
 * tensors that shared a buffer in the source file (same ``Tensor.buffer``, identical bytes) share one again;
-* operator codes are deduplicated by (op, custom, version); codes no operator uses are dropped.
+* operator codes are deduplicated by (op, custom, version); codes no operator uses are dropped;
+* a tensor with a ``lut`` is written LUT-compressed: its buffer holds the packed indices, a buffer of its own the
+  value tables, and the ``COMPRESSION_METADATA`` entry (a small flatbuffer built here) ties them together.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from micronn import ir
 from micronn.errors import writing
 from micronn.tflite import schema
+from micronn.tflite.reader import COMPRESSION_KEY
 
 FILE_IDENTIFIER = b"TFL3"
 DATA_ALIGNMENT = 16
@@ -80,6 +83,57 @@ class _Buffers:
         return len(self.data) - 1
 
 
+def _lut_bytes(t: ir.Tensor) -> tuple[bytes, bytes]:
+    """(packed indices, value tables) of a LUT-compressed tensor."""
+    lut = t.lut
+    values = np.asarray(lut.values)
+    if values.dtype != t.dtype or values.ndim != 2:
+        raise ValueError(f"tensor {t.name!r}: value tables are {values.dtype}{list(values.shape)}, not a "
+                         f"(channels, stride) table of {t.dtype}")
+    channels = 1 if lut.axis is None else t.shape[lut.axis]
+    if values.shape[0] != channels or not 1 <= lut.bits <= 7:
+        raise ValueError(f"tensor {t.name!r}: {values.shape[0]} value tables at {lut.bits} bits for "
+                         f"{channels} channel(s)")
+    try:
+        indices = lut.indices(np.asarray(t.data).reshape(t.shape))
+    except ValueError as e:
+        raise ValueError(f"tensor {t.name!r}: {e}") from e
+    table = values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
+    return ir.pack_indices(indices, lut.bits), table
+
+
+def _lut_metadata(entries: list[list[tuple[int, int, int]]]) -> bytes:
+    """COMPRESSION_METADATA: Metadata{schema_version: 1, subgraphs: [Subgraph{lut_tensors: [LutTensor{tensor,
+    value_buffer, index_bitwidth}]}]}, the Subgraph entries by position, each with at least one tensor."""
+    b = flatbuffers.Builder(64 + 16 * sum(len(e) for e in entries))
+
+    def vector(offsets: list[int]) -> int:
+        b.StartVector(4, len(offsets), 4)
+        for off in reversed(offsets):
+            b.PrependUOffsetTRelative(off)
+        return b.EndVector()
+
+    subgraphs = []
+    for luts in entries:
+        tables = []
+        for tensor, value_buffer, bits in luts:
+            b.StartObject(3)
+            b.PrependInt32Slot(0, tensor, 0)
+            b.PrependUint32Slot(1, value_buffer, 0)
+            b.PrependUint8Slot(2, bits, 0)
+            tables.append(b.EndObject())
+        luts_vec = vector(tables)
+        b.StartObject(1)
+        b.PrependUOffsetTRelativeSlot(0, luts_vec, 0)
+        subgraphs.append(b.EndObject())
+    subgraphs_vec = vector(subgraphs)
+    b.StartObject(2)
+    b.PrependUint32Slot(0, 1, 0)  # written even though it is the default: the version is what readers check
+    b.PrependUOffsetTRelativeSlot(1, subgraphs_vec, 0)
+    b.Finish(b.EndObject())
+    return bytes(b.Output())
+
+
 def _tensor_bytes(t: ir.Tensor) -> bytes:
     data = np.asarray(t.data)
     if data.dtype != t.dtype:
@@ -100,11 +154,32 @@ class _Writer:
         self.buffers = _Buffers()
         # buffer index of every tensor, per subgraph, assigned before anything is written
         self.tensor_buffers: list[list[int]] = []
+        luts: list[list[tuple[int, int, int]]] = []
         for sg in model.subgraphs:
-            self.tensor_buffers.append([
-                self.buffers.add(_tensor_bytes(t), t.buffer) if t.data is not None else 0 for t in sg.tensors
-            ])
-        self.metadata_buffers = {name: self.buffers.add(bytes(blob)) for name, blob in model.metadata.items()}
+            buffers, entries = [], []
+            for t in sg.tensors:
+                if t.data is None:
+                    buffers.append(0)
+                elif t.lut is None:
+                    buffers.append(self.buffers.add(_tensor_bytes(t), t.buffer))
+                else:
+                    _tensor_bytes(t)  # the same checks of the data
+                    packed, table = _lut_bytes(t)
+                    buffers.append(self.buffers.add(packed, t.buffer))
+                    entries.append((len(buffers) - 1, self.buffers.add(table), t.lut.bits))  # its place in the file
+            self.tensor_buffers.append(buffers)
+            luts.append(entries)
+        while luts and not luts[-1]:
+            luts.pop()
+        if not all(luts):  # TFLM refuses a subgraph entry without a tensor, and entries are by position
+            raise ValueError(f"subgraph {luts.index([])} has no LUT-compressed tensor but a later one has: TFLM's "
+                             f"{COMPRESSION_KEY} cannot describe that")
+        if any(luts) and COMPRESSION_KEY in model.metadata:
+            raise ValueError(f"metadata {COMPRESSION_KEY!r} is made from the tensors' lut; remove it from the model")
+        metadata = dict(model.metadata)
+        if any(luts):
+            metadata[COMPRESSION_KEY] = _lut_metadata(luts)
+        self.metadata_buffers = {name: self.buffers.add(bytes(blob)) for name, blob in metadata.items()}
         self.opcodes: dict[tuple[str, bool, int], int] = {}
         payload = sum(len(d) for d in self.buffers.data if d is not None)
         self.b = flatbuffers.Builder(payload + 64 * 1024)
@@ -287,7 +362,7 @@ class _Writer:
         subgraphs_vec = self._table_vector(_Model.ModelStartSubgraphsVector, subgraphs)
         opcodes = self._operator_codes()
         signatures = self._signature_defs() if self.model.signature_defs else None
-        metadata = self._metadata() if self.model.metadata else None
+        metadata = self._metadata() if self.metadata_buffers else None
         description = b.CreateString(self.model.description) if self.model.description else None
         _Model.ModelStart(b)
         _Model.ModelAddVersion(b, self.model.version)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from micronn.interpreter import Interpreter
-from micronn.ir import Model, Operator, Subgraph, random_inputs
+from micronn.ir import Model, Operator, Subgraph, op_macs, random_inputs
 from micronn.storage import FlashStorage, open_storage
 from micronn.tflite.reader import Source, read
 from micronn.tinyseg.transform import _options
@@ -27,27 +27,9 @@ CYCLES_PER_MAC = 7.47
 STORAGES = ("flash", "qspi", "file", "remote")
 
 
-def macs(sg: Subgraph, op: Operator) -> int:
-    """Multiply-accumulates of the convolution-like operators (0 for the others)."""
-    out = sg.tensors[op.outputs[0]] if op.outputs else None
-    if op.op in ("CONV_2D", "FetchConv2D"):
-        w = sg.tensors[op.inputs[-2] if op.op == "FetchConv2D" else op.inputs[1]]
-        return int(np.prod(out.shape[:3])) * w.shape[0] * w.shape[1] * w.shape[2] * w.shape[3]
-    if op.op == "DEPTHWISE_CONV_2D":
-        w = sg.tensors[op.inputs[1]]
-        return int(np.prod(out.shape)) * w.shape[1] * w.shape[2]
-    if op.op == "TRANSPOSE_CONV":
-        x, w = sg.tensors[op.inputs[2]], sg.tensors[op.inputs[1]]
-        return int(np.prod(x.shape)) * w.shape[0] * w.shape[1] * w.shape[2]
-    if op.op == "FULLY_CONNECTED":
-        w = sg.tensors[op.inputs[1]]
-        return int(np.prod(out.shape)) * w.shape[-1]
-    return 0
-
-
 def op_seconds(sg: Subgraph, op: Operator) -> float:
     moved = sum(sg.tensors[t].nbytes for t in [*op.inputs, *op.outputs] if t >= 0 and not sg.tensors[t].is_constant)
-    return (macs(sg, op) * CYCLES_PER_MAC + moved * CYCLES_PER_BYTE + CYCLES_PER_OP) / CLOCK_HZ
+    return (op_macs(sg, op) * CYCLES_PER_MAC + moved * CYCLES_PER_BYTE + CYCLES_PER_OP) / CLOCK_HZ
 
 
 def compute_seconds(model: Model) -> float:
