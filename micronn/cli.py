@@ -22,8 +22,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from micronn import __version__, analyze, micro, simulate, tinyseg
-from micronn.errors import MicronnError, check_writable
+from micronn import __version__, analyze, compress, micro, simulate, tinyseg
+from micronn.errors import MicronnError, check_writable, writing
 from micronn.planners import Sharing
 
 
@@ -106,6 +106,22 @@ def cmd_info(a: argparse.Namespace) -> Any:
         rows = [[c["tensor"], c["start"], c["end"], c["length"], f"{c['bytes']:,}", c["name"][:60]]
                 for c in sorted(res["cold_ranges"], key=lambda c: -c["length"] * c["bytes"]) if c["length"] > 1]
         print(_table(rows, ["tensor", "idle after op", "until op", "ops", "bytes", "name"]))
+    return None
+
+
+def cmd_compress(a: argparse.Namespace) -> Any:
+    check_writable(a.output)
+    data, rep = compress.compress(a.model, bits=a.bits, tolerance=a.tolerance, format=a.format)
+    with writing(a.output):
+        with open(a.output, "wb") as f:
+            f.write(data)
+    if a.json:
+        return {"path": a.output, "format": rep.format, "file_before": rep.file_before, "file_after": rep.file_after,
+                "ratio": rep.ratio, "flash_saved": rep.flash_saved, "lossless": rep.lossless,
+                "head_before": rep.head_before, "head_after": rep.head_after, "output_change": rep.output_change,
+                "tensors": [vars(t) for t in rep.tensors], "notes": rep.notes}
+    print(rep)
+    print(f"wrote {a.output}")
     return None
 
 
@@ -343,6 +359,15 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("model")
     sp.add_argument("-o", "--output", help="write the reordered model here")
 
+    sp = add("compress", cmd_compress, "TFLM's look-up-table weight compression: smaller flash, same kernels")
+    sp.add_argument("model")
+    sp.add_argument("-o", "--output", required=True, help="write the compressed model here")
+    sp.add_argument("--bits", type=int, choices=range(1, 8), metavar="1-7",
+                    help="index width (default: the narrowest lossless one per tensor)")
+    sp.add_argument("--tolerance", type=float, default=float("inf"),
+                    help="largest change of a weight (in stored steps) clustering may make; 0 = lossless only")
+    sp.add_argument("--format", default="metadata", choices=["metadata", "decode"],
+                    help="COMPRESSION_METADATA (default) or TFLM's DECODE operator")
     sp = add("optimize", cmd_optimize, "TinySeg: spill idle tensors and fuse their fetching to shrink the arena")
     sp.add_argument("model")
     sp.add_argument("-o", "--output", help="write the optimized model here")

@@ -232,3 +232,17 @@ def test_entry_point_prints_no_traceback(tmp_path: Path) -> None:
         res = subprocess.run([sys.executable, "-m", "micronn.cli", *argv], capture_output=True, text=True,
                              timeout=120)
         assert res.returncode in (1, 2) and _one_error_line(res.stderr)
+
+
+def test_compress_writes_a_model_tflm_runs(tmp_path, capsys) -> None:
+    from micronn.testing import assert_same_as_tflm
+
+    out = tmp_path / "c.tflite"
+    res = _json(capsys, "compress", str(model_path("person_detect")), "-o", str(out), "--bits", "4")
+    assert res["file_after"] == out.stat().st_size < res["file_before"] and not res["lossless"]
+    assert res["tensors"] and res["output_change"][0]["max_abs"] > 0
+    assert_same_as_tflm(out.read_bytes(), runs=1)
+    same = tmp_path / "same.tflite"
+    assert _json(capsys, "compress", HELLO, "-o", str(same), "--tolerance", "0")["ratio"] <= 1.0
+    assert main(["compress", HELLO, "-o", str(tmp_path / "no" / "x.tflite")]) == 1
+    assert "cannot write" in capsys.readouterr().err

@@ -111,14 +111,15 @@ def _eligible(sg: Subgraph, t: Tensor, fmt: str) -> bool:
 
 def compress(model: Model | str | os.PathLike | bytes | bytearray | memoryview, bits: int | None = None,
              tolerance: float = float("inf"), format: str = "metadata", *, min_bytes: int = 64,
-             seed: int = 0) -> tuple[bytes, CompressionReport]:
+             seed: int = 0, force: bool = False) -> tuple[bytes, CompressionReport]:
     """Compress every eligible constant with look-up tables; returns the new ``.tflite`` bytes and a report.
 
     ``bits`` (1-7) is the index width: tensors whose values (per table) fit in ``2**bits`` keep them exactly, the
     others are clustered to ``2**bits`` levels when no value moves by more than ``tolerance`` (stored units:
     integer steps for quantized tensors; 0 means lossless only); biases (int32, int64) are never clustered.
     Without ``bits`` each tensor gets the narrowest width that keeps it lossless (at most 7). Tensors under
-    ``min_bytes`` or that would not shrink are left alone. ``format`` is ``"metadata"`` or ``"decode"``.
+    ``min_bytes`` or that would not shrink are left alone. ``format`` is ``"metadata"`` or ``"decode"``. When the
+    tables and metadata would make the file larger than it was, the model is returned unchanged unless ``force``.
     """
     if format not in FORMATS:
         raise MicronnError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -170,6 +171,12 @@ def compress(model: Model | str | os.PathLike | bytes | bytearray | memoryview, 
             out.metadata = {k: v for k, v in out.metadata.items() if k != OFFLINE_KEY}
             report.notes.append(f"dropped {OFFLINE_KEY}: DECODE operators add tensors its plan does not know")
     data = write(out)
+    given = bytes(raw) if raw is not None else bytes(original)
+    if not report.tensors or (len(data) >= len(given) and not force):  # the file as given, not a larger rewrite
+        report.notes.append("no tensor would shrink: the model is unchanged" if not report.tensors else
+                            f"the tables and metadata would grow the file ({len(data):,} >= {len(given):,} bytes): "
+                            "the model is unchanged")
+        data, report.tensors = given, []
     report.file_after = len(data)
     report.head_before = Interpreter(original, planner="tflm").arena_report()["head_bytes"]
     report.head_after = Interpreter(data, planner="tflm").arena_report()["head_bytes"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from micronn.kernels._signal_options import INT32_MAX, check_state_bytes, leading, signal_options
+from micronn.kernels._signal import INT32_MAX, check_state_bytes, leading, signal_options
 from micronn.kernels.base import Kernel, Node, register
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from micronn.kernels import _signal_frontend as sf
+from micronn.kernels import _signal as sf
 from micronn.kernels.base import Kernel, Node, register
 
 

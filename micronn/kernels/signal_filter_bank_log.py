@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from micronn.kernels import _signal_frontend as sf
+from micronn.kernels import _signal as sf
 from micronn.kernels.base import Kernel, Node, register
 
 # log2(1 + i/128) - i/128 at the 129 segment ends, in units of 2**-16

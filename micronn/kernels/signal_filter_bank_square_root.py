@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from micronn.errors import InvokeError
-from micronn.kernels import _signal_frontend as sf
+from micronn.kernels import _signal as sf
 from micronn.kernels.base import Kernel, Node, register
 
 U64 = np.uint64

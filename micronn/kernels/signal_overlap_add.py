@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from micronn.kernels._signal_options import check_state_bytes, leading, signal_options
+from micronn.kernels._signal import check_state_bytes, leading, signal_options
 from micronn.kernels.base import Kernel, Node, register
 
 TENSOR_TYPES = {0: np.dtype(np.float32), 7: np.dtype(np.int16)}  # TFLite's TensorType numbers TFLM accepts in T

@@ -44,7 +44,7 @@ def same_as_wheel(data: bytes) -> list[list[np.ndarray]]:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_lossless_keeps_every_output_byte(fmt: str) -> None:
     model = two_layer(6)
-    data, report = compress(model, format=fmt, min_bytes=0)
+    data, report = compress(model, format=fmt, min_bytes=0, force=True)
     assert report.lossless and [t.name for t in report.tensors] == ["w1", "w2"]
     assert all(t.bits == 3 for t in report.tensors) and report.tensors[0].tables == 24
     distinct = len(np.unique(np.asarray(read(model).main.tensors[4].data)))
@@ -58,7 +58,7 @@ def test_lossless_keeps_every_output_byte(fmt: str) -> None:
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("bits", [1, 2, 5])
 def test_clustered_weights_run_identically_in_the_wheel(bits: int, fmt: str) -> None:
-    data, report = compress(two_layer(None), bits=bits, format=fmt, min_bytes=0)
+    data, report = compress(two_layer(None), bits=bits, format=fmt, min_bytes=0, force=True)
     assert not report.lossless and {t.bits for t in report.tensors} == {bits}
     assert len(report.output_change) == 1 and report.output_change[0]["max_abs"] >= 0
     assert all(t.bytes_after < t.bytes_before for t in report.tensors)  # a model this small gains no file bytes
@@ -71,9 +71,9 @@ def test_clustered_weights_run_identically_in_the_wheel(bits: int, fmt: str) -> 
 
 def test_tolerance_and_arguments() -> None:
     model = two_layer(None)
-    assert not compress(model, bits=4, tolerance=0, min_bytes=0)[1].tensors  # 256 levels: nothing lossless
-    assert compress(model, bits=4, tolerance=1000, min_bytes=0)[1].tensors
-    assert not compress(model, min_bytes=0)[1].tensors  # without bits: lossless only, and 256 levels do not fit
+    assert not compress(model, bits=4, tolerance=0, min_bytes=0, force=True)[1].tensors  # 256 levels: none lossless
+    assert compress(model, bits=4, tolerance=1000, min_bytes=0, force=True)[1].tensors
+    assert not compress(model, min_bytes=0, force=True)[1].tensors  # no bits: lossless only; 256 levels do not fit
     for bad in ({"bits": 0}, {"bits": 8}, {"bits": True}, {"format": "zip"}):
         with pytest.raises(MicronnError):
             compress(model, **bad)

@@ -50,7 +50,7 @@ def test_head_equals_tflm() -> None:
     (delay_model(1, (3, 0)), "last dimension"),
     (delay_model(1, (4,), out_shape=(3,)), "output shape"),  # TFLM would write past it
     (delay_model(1, (2, 2), out_shape=(4,)), "output shape"),
-    (delay_model(1, (4,), extra_option=2), "unexpected custom options"),
+    (delay_model(1, (4,), extra_option=2), "must hold exactly the keys"),
     (op_model("SignalDelay", [T((4,), "int16")], [T((4,), "int16")], custom_options=custom_options()),
      "missing"),
     (op_model("SignalDelay", [T((4,), "int16")], [T((4,), "int16")], custom_options=custom_options(delay_length=True)),

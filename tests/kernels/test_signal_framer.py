@@ -107,7 +107,7 @@ def test_head_equals_tflm() -> None:
               custom_options=custom_options(frame_size=4, frame_step=4, prefill=False)), "multiple"),
     (framer_model(3, 2, False, (), 2, out_shape=(2, 2)), "output shape"),  # TFLM would write past it
     (framer_model(3, 2, False, (2,), 2, out_shape=(4, 3)), "output shape"),
-    (framer_model(3, 2, False, aa=1), "unexpected custom options"),  # TFLM would read frame_size from 'aa'
+    (framer_model(3, 2, False, aa=1), "must hold exactly the keys"),  # TFLM would read frame_size from 'aa'
     (op_model("SignalFramer", [T((4,), "int16")], [T((2, 2), "int16"), T((), "bool")],
               custom_options=custom_options(frame_size=2, frame_step=2)), "missing"),
     (op_model("SignalFramer", [T((4,), "int16")], [T((2, 2), "int16"), T((), "bool")],

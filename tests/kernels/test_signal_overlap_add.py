@@ -101,7 +101,7 @@ def test_head_equals_tflm() -> None:
     (ola_model("int16", 4, 2, (3,), 1, out_shape=(2, 3)), "output shape"),
     (op_model("SignalOverlapAdd", [T((1, 4), "float32")], [T((2,), "float32")],
               custom_options=custom_options(frame_step=2)), "missing"),  # TFLM: float, step from a missing slot
-    (ola_model("int16", 4, 2, zz=1), "unexpected custom options"),
+    (ola_model("int16", 4, 2, zz=1), "must hold exactly the keys"),
     (op_model("SignalOverlapAdd", [T((1, 4), "int16")], [T((2,), "int16"), T((2,), "int16")],
               custom_options=custom_options(T=7, frame_step=2)), "one output"),
 ], ids=lambda v: v if isinstance(v, str) else "")

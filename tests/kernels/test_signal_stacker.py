@@ -72,7 +72,7 @@ def test_head_equals_tflm() -> None:
     (stacker_model(2, 1, 1, 1, in_shape=(1,)), "input shape"),
     (stacker_model(2, 1, 1, 1, in_shape=(1, 2)), "input shape"),
     (stacker_model(2, 1, 1, 1, out_shape=(4,)), "output shape"),  # TFLM writes exactly 6 values
-    (stacker_model(2, 1, 1, 1, zz=0), "unexpected custom options"),
+    (stacker_model(2, 1, 1, 1, zz=0), "must hold exactly the keys"),
     (op_model("SignalStacker", [T((2,), "int16")], [T((6,), "int16"), T((), "bool")],
               custom_options=custom_options(num_channels=2, stacker_left_context=1, stacker_step=1)), "missing"),
     (op_model("SignalStacker", [T((2,), "int16")], [T((6,), "int16"), T((1,), "bool")],

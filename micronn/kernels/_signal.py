@@ -1,5 +1,5 @@
-"""Checks shared by the kernels of TFLM's signal library that make micro_speech's audio front end (SignalWindow,
-SignalFftAutoScale, SignalEnergy, SignalFilterBank*, SignalPCAN).
+"""Checks shared by the kernels of TFLM's signal library (the audio front end of micro_speech and the streaming
+ops: SignalFramer, SignalOverlapAdd, SignalStacker, SignalDelay).
 
 Two facts established against the TFLM wheel shape these helpers:
 
@@ -21,8 +21,10 @@ from flatbuffers import flexbuffers
 from micronn.ir import Tensor
 from micronn.kernels._custom_options import read_options
 from micronn.kernels.base import Node
+from micronn.tflite.reader import MAX_TENSOR_BYTES
 
 MASK32 = 0xFFFFFFFF
+INT32_MAX = 2**31 - 1
 
 
 def operands(node: Node, n_inputs: int, n_outputs: int) -> tuple[list[Tensor], list[Tensor]]:
@@ -73,3 +75,17 @@ def constant(node: Node, t: Tensor, what: str) -> np.ndarray:
     if not t.is_constant:
         raise node.fail(f"{what} must be a constant tensor (its values index other buffers)")
     return np.asarray(t.data).reshape(-1)
+
+
+def check_state_bytes(node: Node, nbytes: int, what: str) -> None:
+    """Refuse state no microcontroller could hold (it would also be a huge host allocation)."""
+    if nbytes > MAX_TENSOR_BYTES:
+        raise node.fail(f"{what} would need {nbytes} bytes of persistent state, beyond any microcontroller")
+
+
+def leading(shape: tuple[int, ...], inner: int) -> int:
+    """The product of ``shape``'s dimensions but its last ``inner`` ones (1 for none): the ops' outer rows."""
+    n = 1
+    for d in shape[:len(shape) - inner]:
+        n *= int(d)
+    return n
