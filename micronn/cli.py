@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from micronn import __version__, analyze, compress, micro, simulate, tinyseg
+from micronn import __version__, analyze, compress, micro, progress, simulate, tinyseg
 from micronn.errors import MicronnError, check_writable, writing
 from micronn.planners import Sharing
 
@@ -284,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # --help (or --version) printed what was asked
         return e.code if isinstance(e.code, int) else 0
     as_json = getattr(a, "json", False)
+    progress.show(False if as_json or a.quiet else None)  # bars only on a terminal, never in JSON or --quiet runs
     try:
         res = a.fn(a)
         if res is not None:
@@ -305,12 +306,15 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         return _fail(type(e).__name__, f"internal error: {type(e).__name__}: {e} (a bug in micronn; "
                      "MICRONN_DEBUG=1 shows the traceback)", 2, as_json)
+    finally:
+        progress.show(None)
     return 0
 
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="micronn", description="Run TFLite models byte-identically to TFLM.")
     p.add_argument("--version", action="version", version=f"micronn {__version__}")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars (they show only on a terminal)")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def add(name: str, fn: Any, help_: str) -> argparse.ArgumentParser:

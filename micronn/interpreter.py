@@ -493,6 +493,23 @@ class Interpreter:
         return self._details(sg.tensors[self._io(sg.outputs, index, "output")])
 
     # -- reports -------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        main = self.model.main
+        state = (f"head {self.head:,} B + tail {self.tail:,} B" if self._allocated else "not allocated")
+        return (f"<micronn.Interpreter: {len(main.operators)} ops, inputs "
+                f"{', '.join(main.tensors[t].spec for t in main.inputs)}, outputs "
+                f"{', '.join(main.tensors[t].spec for t in main.outputs)}; {self.planner.name} planner, {state}>")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        main = self.model.main
+        rows = "".join(f"<tr><td>{op.index}</td><td>{html.escape(op.op)}</td><td>"
+                       f"{html.escape(', '.join(main.tensors[t].spec for t in op.outputs))}</td></tr>"
+                       for op in main.operators)
+        return (f"<p>{html.escape(repr(self))}</p><table><tr><th>#</th><th>op</th><th>outputs</th></tr>"
+                f"{rows}</table>")
+
     def arena_report(self) -> dict[str, Any]:
         """What the arena holds, like TFLM's recording allocator: head, tail and every buffer's place."""
         self._ensure()

@@ -182,6 +182,11 @@ class Tensor:
         return (n + 1) // 2 if self.dtype == INT4 else n * self.dtype.itemsize
 
     @property
+    def spec(self) -> str:
+        """Type and shape as reports print them: ``int8[1, 96, 96, 1]``."""
+        return f"{'int4' if self.dtype == INT4 else self.dtype.name}{list(self.shape)}"
+
+    @property
     def is_constant(self) -> bool:
         return self.data is not None and not self.is_variable
 

@@ -129,3 +129,14 @@ def test_resolver_subset_and_custom_op() -> None:
     assert it.get_output(0).tolist() == [[0, 2, 4, 6]]
     with pytest.raises(UnsupportedError, match="SOFTMAX"):
         Interpreter(model_bytes("person_detect"), resolver=OpResolver(["CONV_2D", "DEPTHWISE_CONV_2D"]))
+
+
+def test_reprs_say_what_it_is() -> None:
+    it = Interpreter(model_bytes("hello_world_int8"))
+    assert repr(it) == ("<micronn.Interpreter: 3 ops, inputs int8[1, 1], outputs int8[1, 1]; optimal planner, "
+                        "not allocated>")
+    it.allocate_tensors()
+    assert repr(it).endswith(f"head {it.head} B + tail {it.tail} B>")
+    assert it._repr_html_().count("<tr>") == 4 and "FULLY_CONNECTED" in it._repr_html_()
+    assert repr(it.plan) == f"Plan('optimal': {len(it.plan.requests)} buffers, head {it.head} B)"
+    assert it.plan._repr_html_().count("<tr>") == len(it.plan.requests) + 1

@@ -24,7 +24,7 @@ COLUMNS = ("index", "op", "inputs", "outputs", "quantization", "macs", "weight_b
 
 
 def _spec(t: Tensor | None) -> str:
-    return "-" if t is None else f"{t.dtype.name if t.dtype.names is None else 'int4'}{list(t.shape)}"
+    return "-" if t is None else t.spec
 
 
 def _quantization(ts: list[Tensor]) -> str:

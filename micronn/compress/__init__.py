@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from micronn import progress
 from micronn.compress.lut import build_lut, decode_inputs
 from micronn.errors import MicronnError, ModelError
 from micronn.interpreter import DECOMPRESSED_INPUTS, Interpreter
@@ -138,11 +139,13 @@ def compress(model: Model | str | os.PathLike | bytes | bytearray | memoryview, 
     out.subgraphs = [copy.copy(sg) for sg in source.subgraphs]
     # the size of the file given (a Model has none: its written size)
     report = CompressionReport(format, file_before=len(original) if isinstance(model, Model) else len(raw))
+    todo = []
     for sg in out.subgraphs:
         sg.tensors = list(sg.tensors)
-        for i, t in enumerate(sg.tensors):
-            if t.nbytes < min_bytes or not _eligible(sg, t, format):
-                continue
+        todo += [(sg, i, t) for i, t in enumerate(sg.tensors) if t.nbytes >= min_bytes and _eligible(sg, t, format)]
+    with progress.bar("compress: tensors", len(todo)) as shown:
+        for sg, i, t in todo:
+            shown.update()
             found = build_lut(t, bits, tolerance if t.dtype in LOSSY_DTYPES else 0.0)
             if found is None:
                 continue

@@ -101,6 +101,15 @@ class Plan:
     def head(self) -> int:
         return max((o + r.size for o, r in zip(self.offsets, self.requests)), default=0)
 
+    def __repr__(self) -> str:
+        return f"Plan({self.planner!r}: {len(self.requests)} buffers, head {self.head:,} B)"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td>{r.label}</td><td>{o:,}</td><td>{r.size:,}</td><td>{r.first}-{r.last}</td></tr>"
+                       for o, r in sorted(zip(self.offsets, self.requests), key=lambda p: p[0]))
+        return (f"<p>{self.planner} plan: head {self.head:,} B</p><table><tr><th>buffer</th><th>offset</th>"
+                f"<th>bytes</th><th>alive</th></tr>{rows}</table>")
+
     def check(self) -> None:
         """Raise AssertionError if two simultaneously live buffers of different requests overlap in memory."""
         rs = sorted(zip(self.offsets, self.requests), key=lambda p: p[0])

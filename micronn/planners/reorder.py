@@ -14,6 +14,7 @@ import copy
 import sys
 from functools import cache
 
+from micronn import progress
 from micronn.ir import Model, Subgraph
 from micronn.planners.base import align
 
@@ -79,6 +80,8 @@ def best_order(sg: Subgraph, scratch: dict[int, int] | None = None,
         states += 1
         if states > max_states:
             raise _Limit
+        if states % 1024 == 0:
+            shown.update(1024)
         if done == full:
             return 0, ()
         best: tuple[int, tuple[int, ...]] | None = None
@@ -96,7 +99,8 @@ def best_order(sg: Subgraph, scratch: dict[int, int] | None = None,
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * g.n + 100))
     try:
-        return list(solve(0)[1]), True
+        with progress.bar("reorder: states searched", max_states) as shown:
+            return list(solve(0)[1]), True
     except _Limit:
         return _greedy(g), False
     finally:

@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from micronn import progress
 from micronn.errors import MicronnError
 from micronn.footprint import tflm_tail as _tflm_tail
 from micronn.interpreter import Interpreter
@@ -176,27 +177,40 @@ def optimize(model: Model | Source, target_bytes: int | None = None, storage: st
         steps.append(step)
         m = folded
     best = steps[-1]
-    for _ in range(max_spills):
-        if target_bytes is not None and best.total <= target_bytes:
-            break
-        need = None if target_bytes is None else best.total - target_bytes
-        trials = [measure(x, "+ spilling", what) for what, x in candidates(m, need, fuse)]
-        if not trials:
-            break
-        lowest = min(s.total for s in trials)
-        if lowest >= best.total:
-            break
-        # plans that reach the target are all good enough: the fastest wins (a partial spill moves fewer bytes)
-        tied = [s for s in trials if s.total == lowest or target_bytes is not None and s.total <= target_bytes]
-        for s in tied:
-            s.latency_s = lat(s.model)
-        step = min(tied, key=lambda s: s.latency_s)
-        step.name = "+ fused fetching" if "fused" in step.change else "+ streaming" if "stream" in step.change \
-            else "+ spilling"
-        steps.append(step)
-        best, m = step, step.model
+    with progress.bar("optimize: spill plans tried") as shown:
+        for _ in range(max_spills):
+            if target_bytes is not None and best.total <= target_bytes:
+                break
+            need = None if target_bytes is None else best.total - target_bytes
+            trials = []
+            for what, x in candidates(m, need, fuse):
+                trials.append(measure(x, "+ spilling", what))
+                shown.update()
+            shown.set_postfix_str(f"total {best.total:,} B")
+            if not _spill_step(trials, best, target_bytes, lat, steps):
+                break
+            best = steps[-1]
+            m = best.model
     if latency:
         for s in steps:
             if s.latency_s is None and s.model is not None:
                 s.latency_s = lat(s.model)
     return Result(m, steps, target_bytes)
+
+
+def _spill_step(trials: list[Any], best: Any, target_bytes: int | None, lat: Any, steps: list[Any]) -> bool:
+    """Append the best of ``trials`` to ``steps`` if it lowers the total; False when spilling is done."""
+    if not trials:
+        return False
+    lowest = min(s.total for s in trials)
+    if lowest >= best.total:
+        return False
+    # plans that reach the target are all good enough: the fastest wins (a partial spill moves fewer bytes)
+    tied = [s for s in trials if s.total == lowest or target_bytes is not None and s.total <= target_bytes]
+    for s in tied:
+        s.latency_s = lat(s.model)
+    step = min(tied, key=lambda s: s.latency_s)
+    step.name = "+ fused fetching" if "fused" in step.change else "+ streaming" if "stream" in step.change \
+        else "+ spilling"
+    steps.append(step)
+    return True
