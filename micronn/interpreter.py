@@ -342,6 +342,21 @@ class Interpreter:
         if not self._allocated:
             self.allocate_tensors()
 
+    _PLANNED = frozenset({"head", "tail", "arena_size", "plan", "requests", "base_requests"})
+
+    def __getattr__(self, name: str) -> Any:
+        """The plan's figures exist once the arena is planned: asking for one plans it, as ``invoke()`` and
+        ``arena_report()`` do (a failed allocation raises its own error, never an AttributeError)."""
+        if name in Interpreter._PLANNED and not self.__dict__.get("_allocating") and "_memory" in self.__dict__:
+            self.__dict__["_allocating"] = True
+            try:
+                self.allocate_tensors()
+            finally:
+                self.__dict__["_allocating"] = False
+            if name in self.__dict__:
+                return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def invoke(self) -> None:
         """Run every operator once over the arena."""
         self._ensure()

@@ -109,13 +109,17 @@ def test_any_memory_layout_is_accepted(it: Interpreter) -> None:
 
 
 def test_call_order() -> None:
-    """No call needs allocate_tensors() first (the first that needs the arena allocates it); reset before it does
-    nothing; allocating twice prepares into a fresh arena and gives the same outputs."""
+    """No call needs allocate_tensors() first (the first that needs the arena allocates it, asking for the plan's
+    figures too); reset before it does nothing; allocating twice prepares into a fresh arena, same outputs."""
     want = _output(Interpreter.from_bytes(PERSON), X)
     lazy = Interpreter(PERSON)
     lazy.reset()  # nothing to reset yet, and it does not allocate
-    assert not hasattr(lazy, "arena_size")
-    assert lazy.get_output(0).shape == (1, 2) and hasattr(lazy, "arena_size")
+    assert "not allocated" in repr(lazy)
+    assert lazy.get_output(0).shape == (1, 2) and "head" in repr(lazy)
+    asked = Interpreter(PERSON)
+    assert asked.head == lazy.head and asked.arena_size == lazy.arena_size  # asking plans it
+    with pytest.raises(AttributeError):
+        getattr(asked, "no_such_figure")  # noqa: B009 - a name that is not the plan's is still an error
     assert _output(lazy, X) == want
     invoke_first = Interpreter(PERSON)
     invoke_first.invoke()  # on zeros

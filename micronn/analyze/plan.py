@@ -61,7 +61,10 @@ def reorder_report(model: Model | Source, output: str | None = None, max_states:
     m = model if isinstance(model, Model) else read(model)
     it = Interpreter(m, planner="tflm")
     it.allocate_tensors()
-    scratch = {r.scratch[0]: r.size for r in it.requests if r.scratch is not None and r.subgraph == 0}
+    scratch: dict[int, int] = {}  # an operator's scratch buffers, all of them (SVDF asks for two)
+    for r in it.base_requests:
+        if r.scratch is not None and r.subgraph == 0:
+            scratch[r.scratch[0]] = scratch.get(r.scratch[0], 0) + r.size
     n = len(m.main.operators)
     order, exact = best_order(m.main, scratch, max_states)
     out = reorder(m, order)

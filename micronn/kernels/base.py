@@ -71,6 +71,9 @@ class Kernel:
     # True when invoke reads all of its inputs before writing any output, so the memory planner may place
     # the output over a dying input (alias, in place, or streamed over it). Opt in per kernel.
     reads_input_first: ClassVar[bool] = False
+    # False for micronn's own custom ops (TinySeg's Spill, Fetch, FetchConv2D), which TFLM does not have: the
+    # conformance count leaves them out.
+    in_tflm: ClassVar[bool] = True
 
     def dtype_key(self, node: Node) -> str:
         """The type this operator computes in, checked against ``dtypes`` (first input by default)."""

@@ -33,9 +33,10 @@ class Decode(Kernel):
     """TFLM_DECODE with look-up-table decoding (TFLM's Huffman and pruning types are not implemented)."""
 
     op = "TFLM_DECODE"
+    dtypes = frozenset(d.name for d in LUT_DTYPES)  # the decoded types: the output's type names the variant
 
     def dtype_key(self, node: Node) -> str:
-        return "uint8"
+        return node.outputs[0].dtype.name if node.outputs else "none"
 
     def prepare(self, node: Node) -> None:
         if not node.outputs or len(node.inputs) != 2 * len(node.outputs):

@@ -80,6 +80,7 @@ class Parts:
 @register
 class Fetch(Kernel):
     op = "Fetch"
+    in_tflm = False
 
     def prepare(self, node: Node) -> None:
         if len(node.outputs) != 1 or any(t is None for t in node.inputs):

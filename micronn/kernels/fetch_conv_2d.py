@@ -65,6 +65,7 @@ class _AsConv(Node):
 @register
 class FetchConv2D(Conv2D):
     op = "FetchConv2D"
+    in_tflm = False
     reads_input_first = False  # it streams: the output may not be placed over its arena inputs unplanned
 
     def dtype_key(self, node: Node) -> str:

@@ -26,6 +26,7 @@ from micronn.kernels.base import Kernel, Node, register
 @register
 class Spill(Kernel):
     op = "Spill"
+    in_tflm = False
 
     def prepare(self, node: Node) -> None:
         if len(node.inputs) != 1 or node.inputs[0] is None or node.outputs:

@@ -80,20 +80,48 @@ _LIBRARY_FRAMES = str(_PACKAGE) + os.sep
 _HARNESS_FRAMES = str(_PACKAGE / "testing") + os.sep
 
 
-def default_models() -> list[Path]:
-    """The seed corpus: the bundled models, then ``tests/models`` when running from a checkout."""
+# Seeds made from bundled models rather than read from a file ("kind:model"): packed int4 weights and look-up-table
+# compression (metadata and DECODE), so mutations reach the reader's unpacking and COMPRESSION_METADATA parsing.
+DERIVED_SEEDS = ("int4:person_detect", "lut:keyword_scrambled", "lut:micro_speech_quantized",
+                 "decode:hello_world_int8")
+
+
+def default_models() -> list[str]:
+    """The seed corpus: the bundled models, then ``tests/models`` when running from a checkout, then the derived
+    seeds."""
     paths = sorted((_PACKAGE / "models").glob("*.tflite"))
     tests = _PACKAGE.parent / "tests" / "models"
     if tests.is_dir():
         paths += sorted(tests.glob("*.tflite"))
-    return paths
+    return [str(p) for p in paths] + list(DERIVED_SEEDS)
+
+
+def derived_seed(spec: str) -> bytes:
+    """The bytes of a derived seed ``kind:model`` (see :data:`DERIVED_SEEDS`)."""
+    from micronn.compress import compress
+    from micronn.models import bundled_model
+
+    kind, name = spec.split(":", 1)
+    base = bundled_model(name)
+    if kind == "int4":  # every int8 convolution and FULLY_CONNECTED weight as int4 (values / 16, scales x 16)
+        model = read(base)
+        for op in model.main.operators:
+            t = model.main.tensors[op.inputs[1]] if len(op.inputs) > 1 and op.inputs[1] >= 0 else None
+            if op.op in ("CONV_2D", "DEPTHWISE_CONV_2D") and t is not None and t.dtype == np.int8 and t.is_constant:
+                t.data = np.clip(np.round(t.data / 16), -8, 7).astype(np.int8).view(ir.INT4)
+                t.dtype = ir.INT4
+                t.quant = ir.Quantization(t.quant.scale * 16, t.quant.zero_point, t.quant.axis)
+        return bytes(write(model))
+    if kind in ("lut", "decode"):
+        return compress(base, bits=4, format="metadata" if kind == "lut" else "decode", min_bytes=0, force=True)[0]
+    raise ValueError(f"unknown derived seed {spec!r}")
 
 
 @dataclass
 class Config:
     """What every worker needs to make and run a case; picklable so it travels to the workers."""
 
-    models: list[str] = field(default_factory=lambda: [str(p) for p in default_models()])
+    models: list[str] = field(default_factory=default_models)
     seed: int = 0
     kind: str = "both"  # bytes | structure | both
     differential: bool = False
@@ -140,10 +168,12 @@ _SEEDS: dict[str, _Seed] = {}
 def _seed(path: str) -> _Seed:
     """A seed model, loaded once per process."""
     if path not in _SEEDS:
-        data = Path(path).read_bytes()
+        derived = path in DERIVED_SEEDS
+        data = derived_seed(path) if derived else Path(path).read_bytes()
         base = np.frombuffer(data, np.uint8).ctypes.data
         spans = sorted((t.data.ctypes.data - base, t.data.ctypes.data - base + t.data.nbytes)
                        for sg in read(data).subgraphs for t in sg.tensors if t.data is not None and t.data.nbytes)
+        spans = [(lo, hi) for lo, hi in spans if 0 <= lo < hi <= len(data)]  # unpacked data lives elsewhere
         structure, at = [], 0
         for lo, hi in spans:
             if lo > at:
@@ -151,7 +181,7 @@ def _seed(path: str) -> _Seed:
             at = max(at, hi)
         if at < len(data):
             structure.append((at, len(data)))
-        _SEEDS[path] = _Seed(Path(path).stem, data, structure or [(0, len(data))])
+        _SEEDS[path] = _Seed(path if derived else Path(path).stem, data, structure or [(0, len(data))])
     return _SEEDS[path]
 
 
@@ -1269,7 +1299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--only", type=lambda s: [int(v) for v in s.split(",")], help="run only these case indices")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = p.parse_args(argv)
-    models = [str(Path(m).resolve()) for m in args.models] if args.models else [str(m) for m in default_models()]
+    models = ([m if m in DERIVED_SEEDS else str(Path(m).resolve()) for m in args.models] if args.models
+              else default_models())
     config = Config(models=models, seed=args.seed, kind=args.kind, differential=args.differential,
                     max_macs=int(args.max_macs), timeout=args.timeout)
     summary = fuzz(config, args.only if args.only else args.cases, args.workers, args.memory_mb, args.out,

@@ -10,7 +10,7 @@ from micronn import Interpreter
 from micronn.compress import compress
 from micronn.compress.lut import kmeans_1d
 from micronn.errors import MicronnError
-from micronn.testing import Graph, Op, T, assert_identical, assert_same_as_tflm, graph_model, tflm_arena
+from micronn.testing import Graph, Op, T, assert_identical, assert_same_as_tflm, graph_model, op_model, tflm_arena
 from micronn.tflite.reader import read
 
 RNG = np.random.default_rng(11)
@@ -95,3 +95,17 @@ def test_person_detect_at_4_bits(fmt: str) -> None:
     assert all(t.bits <= 4 for t in report.tensors)
     assert_same_as_tflm(data, runs=1)
     assert tflm_arena(data)["head"] == report.head_after
+
+
+@pytest.mark.parametrize("dtype", ["bool", "float32", "int8", "int16", "int32", "int64"])
+def test_decode_every_decoded_type(dtype: str) -> None:
+    """TFLM_DECODE of a constant of each type TFLM decodes, read by CONCATENATION (which takes them all)."""
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 2, (4, 16)).astype(dtype) if dtype == "bool" else \
+        (rng.integers(0, 3, (4, 16)) * 7 - 5).astype(dtype)
+    model = op_model("CONCATENATION", [T((4, 16), dtype), T((4, 16), dtype, data=values)], [T((8, 16), dtype)],
+                     {"axis": 0})
+    data, report = compress(model, format="decode", min_bytes=0, force=True)
+    assert report.tensors and report.lossless
+    assert "TFLM_DECODE" in [op.op for op in read(data).main.operators]
+    assert_same_as_tflm(data, runs=2)

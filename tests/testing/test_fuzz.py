@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from micronn import ir
 from micronn.testing import T, op_model
 from micronn.testing.fuzz import (
+    DERIVED_SEEDS,
     FAILURES,
     Config,
     Pool,
@@ -20,6 +22,7 @@ from micronn.testing.fuzz import (
     _save,
     check_model,
     default_models,
+    derived_seed,
     estimate_macs,
     format_summary,
     fuzz,
@@ -28,13 +31,26 @@ from micronn.testing.fuzz import (
 )
 from micronn.tflite.reader import read
 
-SMALL = [str(p) for p in default_models() if p.stat().st_size < 100_000]
+SMALL = [m for m in default_models() if m in DERIVED_SEEDS or Path(m).stat().st_size < 100_000]
 
 
-def test_corpus_holds_the_bundled_and_the_test_models() -> None:
-    names = {p.parent.name + "/" + p.stem for p in default_models()}
+def test_corpus_holds_the_bundled_the_test_and_the_derived_models() -> None:
+    names = {Path(m).parent.name + "/" + Path(m).stem for m in default_models() if m not in DERIVED_SEEDS}
     assert {"models/person_detect", "models/hello_world_int8", "models/tiny_unet"} <= names
     assert {"models/lstm_keras3_while_float", "models/kws_ds_cnn_int16x8"} <= names  # tests/models
+    assert set(DERIVED_SEEDS) <= set(default_models())
+
+
+@pytest.mark.parametrize("spec", DERIVED_SEEDS)
+def test_derived_seeds_run_like_the_wheel(spec: str) -> None:
+    """Packed int4 weights and compressed tensors: the reader unpacks them as TFLM does."""
+    from micronn.testing import assert_same_as_tflm
+
+    data = derived_seed(spec)
+    m = read(data)
+    assert any(t.dtype == ir.INT4 or t.lut is not None for sg in m.subgraphs for t in sg.tensors) or \
+        "TFLM_DECODE" in [op.op for op in m.main.operators]
+    assert_same_as_tflm(data, runs=1)
 
 
 def test_a_case_depends_only_on_seed_and_index() -> None:
