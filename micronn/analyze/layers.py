@@ -17,6 +17,7 @@ from micronn.errors import MicronnError
 from micronn.footprint import tflm_footprint
 from micronn.interpreter import Interpreter
 from micronn.ir import Model, Subgraph, Tensor, op_macs
+from micronn.planners.base import op_times
 from micronn.tflite.reader import Source, read
 
 COLUMNS = ("index", "op", "inputs", "outputs", "quantization", "macs", "weight_bytes", "live_bytes", "output_offsets",
@@ -153,9 +154,11 @@ def _edges(sg: Subgraph) -> list[dict[str, Any]]:
     return out
 
 
-def _live(requests: list[Any], index: int) -> int:
-    """Bytes alive while operator ``index`` runs (planners' time ``index + 1``; time 0 holds the inputs)."""
-    return sum(r.size for r in requests if r.subgraph == 0 and r.first <= index + 1 <= r.last)
+def _live(requests: list[Any], span: tuple[int, int]) -> int:
+    """The most bytes alive at one time while an operator runs (``span``: its times on the planners' timeline,
+    which includes the subgraphs a control-flow operator calls)."""
+    return max((sum(r.size for r in requests if r.first <= t <= r.last) for t in range(span[0], span[1] + 1)),
+               default=0)
 
 
 def analyze(model: Model | Source, planner: str = "optimal", target: str | None = None) -> Analysis:
@@ -169,18 +172,20 @@ def analyze(model: Model | Source, planner: str = "optimal", target: str | None 
     offsets: dict[int, int] = {}
     scratch: dict[int, int] = {}
     planners.get(planner)  # an unknown planner is the caller's mistake, not the model's
+    spans: dict[tuple[int, int], tuple[int, int]] = {}
     report: dict[str, Any] = {}
     try:
         it = Interpreter(m, planner=planner)
         report = it.arena_report()
-        requests = [r for r in it.base_requests if r.subgraph == 0]  # each tensor and scratch buffer on its own
+        spans = op_times(m)
+        requests = list(it.base_requests)  # each tensor and scratch buffer on its own, called subgraphs' too
         for b in report["buffers"]:
             if b["subgraph"] == 0 and b["kind"] == "tensor":
                 offsets[b["tensor"]] = b["offset"]
             elif b["subgraph"] == 0:
                 scratch[b["op"]] = scratch.get(b["op"], 0) + b["size"]
         tflm = Interpreter(m, planner="tflm").arena_report()
-        live = [_live(requests, i) for i in range(len(sg.operators))]
+        live = [_live(requests, spans.get((sg.index, i), (-1, -1))) for i in range(len(sg.operators))]
         peak = int(np.argmax(live)) if live else 0
         fp = tflm_footprint(m, head=tflm["head_bytes"])
         memory = {"planner": report["planner"], "head_bytes": report["head_bytes"], "tail_bytes": report["tail_bytes"],
@@ -209,7 +214,7 @@ def analyze(model: Model | Source, planner: str = "optimal", target: str | None 
                      "outputs": [_spec(t) for t in outs],
                      "quantization": _quantization([t for t in [*ins, *outs] if t is not None]),
                      "macs": op_macs(sg, op), "weight_bytes": flash,
-                     "live_bytes": _live(requests, op.index) if requests else 0,
+                     "live_bytes": _live(requests, spans.get((sg.index, op.index), (-1, -1))) if requests else 0,
                      "output_offsets": [offsets.get(t) for t in op.outputs], "scratch_bytes": scratch.get(op.index, 0),
                      "instructions": c.get("instructions"), "cycles": c.get("cycles")})
     totals: dict[str, Any] = {"operators": len(rows), "macs": sum(r["macs"] for r in rows),

@@ -190,6 +190,14 @@ class _Timeline:
         self.calling.pop()
 
 
+def op_times(model: Model) -> dict[tuple[int, int], tuple[int, int]]:
+    """(subgraph, operator) -> the first and last time of the planners' timeline it spans (a control-flow operator
+    spans the subgraphs it calls), for operators reached from the main subgraph."""
+    life = _Timeline({sg.index: sg for sg in model.subgraphs}, True)
+    life.mark(model.main.index)
+    return dict(life.ops)
+
+
 def tensor_requests(graph: Subgraph | Model, scratch: dict | None = None, offline: list[int] | None = None, *,
                     bound: set[tuple[int, int]] | frozenset = frozenset(), keep_unused: bool = False) -> list[Request]:
     """Requests in TFLM's order: every tensor needing arena memory, then scratch buffers by operator.

@@ -5,12 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 import tflite
-from conftest import ALL_MODELS, model_bytes, model_path
+from conftest import ALL_MODELS, model_path
 
-from micronn import analyze
+from micronn import analyze, read
 from micronn.cli import main
 
 
@@ -22,38 +24,58 @@ def file_weight_bytes(data: bytes) -> int:
     return sum(m.Buffers(b).DataLength() for b in used)
 
 
-def conv_macs(data: bytes) -> int:
-    """MACs of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED counted from the flatbuffer's shapes."""
+def file_macs(data: bytes) -> int:
+    """MACs of every op with a matrix product, counted from the flatbuffer's shapes (not micronn's IR)."""
     m = tflite.Model.GetRootAsModel(data, 0)
-    sg, total = m.Subgraphs(0), 0
-    for i in range(sg.OperatorsLength()):
-        op = sg.Operators(i)
+    sg, total, ops = m.Subgraphs(0), 0, tflite.BuiltinOperator
+
+    def shape(i: int) -> np.ndarray:
+        return sg.Tensors(i).ShapeAsNumpy() if i >= 0 else np.zeros(0, np.int32)
+
+    def size(i: int) -> int:
+        return int(np.prod(shape(i))) if i >= 0 else 0
+
+    for k in range(sg.OperatorsLength()):
+        op = sg.Operators(k)
         code = m.OperatorCodes(op.OpcodeIndex())
         kind = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
-        out = sg.Tensors(op.Outputs(0)).ShapeAsNumpy()
-        if kind in (tflite.BuiltinOperator.CONV_2D, tflite.BuiltinOperator.DEPTHWISE_CONV_2D,
-                    tflite.BuiltinOperator.FULLY_CONNECTED):
-            w = sg.Tensors(op.Inputs(1)).ShapeAsNumpy()
-            if kind == tflite.BuiltinOperator.CONV_2D:
-                total += int(out.prod()) * int(w[1:].prod())
-            elif kind == tflite.BuiltinOperator.DEPTHWISE_CONV_2D:
-                total += int(out.prod()) * int(w[1] * w[2])
-            else:
-                total += int(out.prod()) * int(w[-1])
+        ins = [op.Inputs(j) for j in range(op.InputsLength())]
+        out = size(op.Outputs(0))
+        if kind == ops.CONV_2D:
+            total += out * int(shape(ins[1])[1:].prod())
+        elif kind == ops.DEPTHWISE_CONV_2D:
+            total += out * int(shape(ins[1])[1] * shape(ins[1])[2])
+        elif kind == ops.FULLY_CONNECTED:
+            total += out * int(shape(ins[1])[-1])
+        elif kind == ops.TRANSPOSE_CONV:
+            total += size(ins[2]) * int(shape(ins[1])[:3].prod())
+        elif kind == ops.BATCH_MATMUL:
+            opts = tflite.BatchMatMulOptions()
+            opts.Init(op.BuiltinOptions().Bytes, op.BuiltinOptions().Pos)
+            total += out * int(shape(ins[0])[-2 if opts.AdjX() else -1])
+        elif kind == ops.SVDF:
+            total += size(ins[0]) // int(shape(ins[0])[-1]) * (size(ins[1]) + size(ins[2]))
+        elif kind == ops.UNIDIRECTIONAL_SEQUENCE_LSTM:
+            weights = sum(size(i) for i in ins[1:9]) + (size(ins[16]) if len(ins) > 16 else 0)
+            total += size(ins[0]) // int(shape(ins[0])[-1]) * weights
     return total
 
 
-@pytest.mark.parametrize("name", ALL_MODELS)
-def test_totals_match_independent_counts_and_the_plan(name: str) -> None:
-    a = analyze.analyze(model_path(name))
-    data = model_bytes(name)
-    assert a.totals["weight_bytes"] == file_weight_bytes(data) == sum(r["weight_bytes"] for r in a.rows)
-    convs = sum(r["macs"] for r in a.rows if r["op"] in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"))
-    assert convs == conv_macs(data)
-    plan = analyze.plan_report(model_path(name))
+MODELS = [model_path(n) for n in ALL_MODELS] + sorted((Path(__file__).parents[1] / "models").glob("*.tflite"))
+
+
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
+def test_totals_match_independent_counts_and_the_plan(path: Path) -> None:
+    a = analyze.analyze(path)
+    data = path.read_bytes()
+    assert a.totals["weight_bytes"] == file_weight_bytes(data)
+    assert a.totals["macs"] == file_macs(data)
+    if all(len(sg.operators) == 0 for sg in read(data).subgraphs[1:]):  # rows count the main subgraph's readers
+        assert a.totals["weight_bytes"] == sum(r["weight_bytes"] for r in a.rows)
+    plan = analyze.plan_report(path)
     assert a.memory["head_bytes"] == plan["head_bytes"] and a.memory["tail_bytes"] == plan["tail_bytes"]
     assert max(r["live_bytes"] for r in a.rows) == a.memory["lower_bound_bytes"] == plan["lower_bound_bytes"]
-    assert a.memory["tflm_head_bytes"] == analyze.plan_report(model_path(name), "tflm")["head_bytes"]
+    assert a.memory["tflm_head_bytes"] == analyze.plan_report(path, "tflm")["head_bytes"]
     assert all(len(line) <= 120 for line in a.text().splitlines())
 
 
