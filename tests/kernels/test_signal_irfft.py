@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_signal_rfft import same_but_nan_payloads
 
 from micronn import Interpreter
 from micronn.errors import PrepareError, UnsupportedError
@@ -96,15 +97,7 @@ def test_float_nan_positions() -> None:
     """NaN and infinite inputs give NaNs where TFLM gives them (their sign and payload bits may differ)."""
     x = np.random.default_rng(4).standard_normal((3, 42)).astype(np.float32)
     x[0, 3], x[1, 6], x[2, 9] = np.nan, np.inf, -np.inf
-    model = irfft_model(40, "float32", lead=(3,))
-    expected = run_tflm(model, [x])[0]
-    it = Interpreter(model)
-    it.set_input(x, 0)
-    it.invoke()
-    got = it.get_output(0)
-    assert np.array_equal(np.isnan(got), np.isnan(expected))
-    finite = ~np.isnan(expected)
-    assert got[finite].tobytes() == expected[finite].tobytes()
+    same_but_nan_payloads(irfft_model(40, "float32", lead=(3,)), x)
 
 
 def test_head_equals_tflm() -> None:
