@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_signal_rfft import same_but_nan_payloads
+from test_signal_rfft import LENGTHS, TYPE_CODE, extremes, same_but_nan_payloads
 
 from micronn import Interpreter
 from micronn.errors import PrepareError, UnsupportedError
 from micronn.kernels._custom_options import custom_options
-from micronn.kernels._signal_fft import real_fft_length_ok
 from micronn.testing import Graph, Op, T, TflmError, assert_same_as_tflm, graph_model, op_model, run_tflm, tflm_arena
-
-TYPE_CODE = {"float32": 0, "int32": 2, "int16": 7}
-LENGTHS = [n for n in range(4, 257, 2) if real_fft_length_ok(n)]
 
 
 def irfft_model(fft_length: int, dtype: str = "int16", lead: tuple = (), in_frame: int | None = None,
@@ -25,17 +21,6 @@ def irfft_model(fft_length: int, dtype: str = "int16", lead: tuple = (), in_fram
     opts = {"T": TYPE_CODE.get(dtype, 9), "fft_length": fft_length, **options}
     return op_model("SignalIrfft", [T((*lead, in_frame), dtype)], [T((*lead, out_frame), dtype)],
                     custom_options=custom_options(**opts))
-
-
-def extremes(dtype: str, shape: tuple, seed: int) -> list[np.ndarray]:
-    """Random values over the whole range, both rails, alternating rails, and small values."""
-    rng = np.random.default_rng(seed)
-    if dtype == "float32":
-        return [(rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4)).astype(np.float32)]
-    lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
-    alternating = np.where(np.arange(shape[-1]) % 2 == 0, hi, lo) * np.ones(shape, np.int64)
-    return [rng.integers(lo, hi, shape, endpoint=True).astype(dtype), np.full(shape, hi, dtype),
-            np.full(shape, lo, dtype), alternating.astype(dtype), rng.integers(-3, 4, shape).astype(dtype)]
 
 
 @pytest.mark.parametrize("fft_length", LENGTHS)
