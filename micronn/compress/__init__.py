@@ -175,11 +175,14 @@ def compress(model: Model | str | os.PathLike | bytes | bytearray | memoryview, 
             report.notes.append(f"dropped {OFFLINE_KEY}: DECODE operators add tensors its plan does not know")
     data = write(out)
     given = bytes(raw) if raw is not None else bytes(original)
-    if not report.tensors or (len(data) >= len(given) and not force):  # the file as given, not a larger rewrite
+    if len(data) >= len(given) and not force:  # the file as given, not a larger rewrite
         report.notes.append("no tensor would shrink: the model is unchanged" if not report.tensors else
                             f"the tables and metadata would grow the file ({len(data):,} >= {len(given):,} bytes): "
                             "the model is unchanged")
         data, report.tensors = given, []
+    elif not report.tensors:
+        report.notes.append("no tensor would shrink, but the rewrite stores equal vectors (zero points, scales, "
+                            "shapes) once: the same model in fewer bytes")
     report.file_after = len(data)
     report.head_before = Interpreter(original, planner="tflm").arena_report()["head_bytes"]
     report.head_after = Interpreter(data, planner="tflm").arena_report()["head_bytes"]

@@ -181,13 +181,19 @@ class _Writer:
             metadata[COMPRESSION_KEY] = _lut_metadata(luts)
         self.metadata_buffers = {name: self.buffers.add(bytes(blob)) for name, blob in metadata.items()}
         self.opcodes: dict[tuple[str, bool, int], int] = {}
+        self.vectors: dict[tuple[str, bytes], int] = {}
         payload = sum(len(d) for d in self.buffers.data if d is not None)
         self.b = flatbuffers.Builder(payload + 64 * 1024)
 
     # ---- helpers -------------------------------------------------------------------------------------------
 
     def _ints(self, values: Any, dtype: type = np.int32) -> int:
-        return self.b.CreateNumpyVector(np.asarray(values, dtype=dtype).reshape(-1))
+        """A scalar vector, written once per distinct content: tensors share their zero points, scales, shapes."""
+        data = np.asarray(values, dtype=dtype).reshape(-1)
+        key = (data.dtype.str, data.tobytes())
+        if key not in self.vectors:
+            self.vectors[key] = self.b.CreateNumpyVector(data)
+        return self.vectors[key]
 
     def _table_vector(self, start: Any, offsets: list[int]) -> int:
         start(self.b, len(offsets))

@@ -87,14 +87,24 @@ def test_kmeans_finds_separated_clusters() -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_person_detect_at_4_bits(fmt: str) -> None:
-    """The figure the project tracks: file size at 4 bits. The goal is 55% of the original; TFLM's per-channel
-    tables and the 66 KB of per-channel quantization parameters (untouched) leave it at about 75%."""
+    """The figure the project tracks: file size at 4 bits (benchmarks/compress.py prints it beside the 55% goal).
+    TFLM's per-channel tables and the per-channel scales keep it near 62%."""
     data, report = compress(model_bytes("person_detect"), bits=4, format=fmt)
     assert report.head_before == TFLM_HEAD["person_detect"]
-    assert report.ratio < 0.77, str(report)
+    assert report.ratio < 0.63, str(report)
     assert all(t.bits <= 4 for t in report.tensors)
     assert_same_as_tflm(data, runs=1)
     assert tflm_arena(data)["head"] == report.head_after
+
+
+def test_lossless_rewrite_shares_equal_vectors() -> None:
+    """No person_detect weight has a lossless 7-bit table, yet the rewrite is smaller (each equal zero-point vector
+    is written once) and runs byte-identically in the wheel."""
+    original = model_bytes("person_detect")
+    data, report = compress(original)
+    assert not report.tensors and report.lossless and report.ratio < 0.87, str(report)
+    for a, b in zip(assert_same_as_tflm(data, runs=1), assert_same_as_tflm(original, runs=1), strict=True):
+        assert_identical(a[0], b[0], "rewritten vs original")
 
 
 @pytest.mark.parametrize("dtype", ["bool", "float32", "int8", "int16", "int32", "int64"])

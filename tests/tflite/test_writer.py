@@ -71,6 +71,22 @@ def test_operator_codes_are_deduplicated() -> None:
     assert len(written) == 4  # QUANTIZE, SVDF, FULLY_CONNECTED, SOFTMAX (an unused code is dropped)
 
 
+def test_identical_vectors_are_written_once() -> None:
+    """person_detect repeats an all-zero int64 zero-point vector per channel of every weight and bias (44 KB):
+    the writer points every equal vector at one copy, which TFLM reads like any other (see the runs above)."""
+    original = model_bytes("person_detect")
+    written = write(read(original))
+    fb = _FbModel.GetRootAs(written, 0).Subgraphs(0)
+    starts: dict[bytes, set[int]] = defaultdict(set)
+    for i in range(fb.TensorsLength()):
+        q = fb.Tensors(i).Quantization()
+        if q is not None and q.ZeroPointLength():
+            zp = q.ZeroPointAsNumpy()
+            starts[zp.tobytes()].add(zp.ctypes.data)
+    assert starts and all(len(s) == 1 for s in starts.values())
+    assert len(original) - len(written) > 40_000
+
+
 def test_op_codes_above_127_use_the_placeholder_and_run_on_tflm() -> None:
     model = op_model("BROADCAST_TO", [T((1, 3), "float32"), T((2,), "int32", data=[2, 3])], [T((2, 3), "float32")])
     code = _FbModel.GetRootAs(model, 0).OperatorCodes(0)
