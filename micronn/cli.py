@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from micronn import __version__, analyze, compress, micro, progress, simulate, tinyseg
+from micronn import __version__, analyze, compress, export, micro, progress, simulate, tinyseg
 from micronn.errors import MicronnError, check_writable, writing
 from micronn.planners import Sharing
 
@@ -122,6 +122,41 @@ def cmd_compress(a: argparse.Namespace) -> Any:
                 "tensors": [vars(t) for t in rep.tensors], "notes": rep.notes}
     print(rep)
     print(f"wrote {a.output}")
+    return None
+
+
+def cmd_export(a: argparse.Namespace) -> Any:
+    if not a.run and (a.device or a.input or a.output or a.report):
+        raise _UsageError("--device, --input, --output and --report need --run")
+    inputs = simulate.load_inputs(a.input) if a.input else None
+    if a.output is not None:
+        simulate.check_output(a.output)
+    if a.report is not None:
+        check_writable(a.report)
+    proj = export.export(a.model, a.dir, a.target, prefix=a.prefix)
+    res = export.run(proj, inputs, a.device, toolchain=a.toolchain, seed=a.seed) if a.run else None
+    if res is not None and a.output is not None:
+        simulate.save_outputs(a.output, res.outputs)
+    if res is not None and a.report is not None:
+        with writing(a.report), open(a.report, "w") as f:
+            f.write(export.report_html(proj, res))
+    if a.json:
+        out = proj.to_dict()
+        if res is not None:
+            out.update(res.to_dict())
+        return out
+    print(proj)
+    if res is not None:
+        print(res)
+        if res.ops:
+            rows = [[i, o["op"], o["name"], o["kernel"], f"{o['instructions']:,}", f"{o['cycles']:,.0f}"]
+                    for i, o in enumerate(res.ops)]
+            print(_table(rows, ["call", "op", "name", "kernel", "instructions", "cycles"]))
+        for path in (a.output, a.report):
+            if path:
+                print(f"wrote {path}")
+        if not res.identical:
+            raise MicronnError("the firmware's outputs differ from micronn's interpreter")
     return None
 
 
@@ -372,6 +407,19 @@ def _parser() -> argparse.ArgumentParser:
                     help="largest change of a weight (in stored steps) clustering may make; 0 = lossless only")
     sp.add_argument("--format", default="metadata", choices=["metadata", "decode"],
                     help="COMPRESSION_METADATA (default) or TFLM's DECODE operator")
+    sp = add("export", cmd_export, "standalone firmware: a C project (weights, static arena, kernel calls) that runs "
+             "without micronn")
+    sp.add_argument("model")
+    sp.add_argument("-o", "--output-dir", dest="dir", required=True, help="write the project into this directory")
+    sp.add_argument("--target", default="cortex-m4", help="cortex-m0|cortex-m3|cortex-m4|cortex-m7|cortex-m33")
+    sp.add_argument("--prefix", default="model", help="C prefix of the generated symbols (model_init, ...)")
+    sp.add_argument("--run", action="store_true", help="build the image, run it once and check every output byte")
+    sp.add_argument("--device", help="where --run runs it: the target on Unicorn (default), qemu-m4 (etc.), host")
+    sp.add_argument("--toolchain", choices=["zig", "gcc"], help="cross compiler (default: zig, else gcc)")
+    sp.add_argument("--input", nargs="+", help="one .npy per model input (default: random from --seed)")
+    sp.add_argument("--output", help="with --run: save the firmware's outputs to this .npz")
+    sp.add_argument("--report", help="with --run: an HTML page of flash, RAM and per-call cost")
+    sp.add_argument("--seed", type=_non_negative, default=0)
     sp = add("optimize", cmd_optimize, "TinySeg: spill idle tensors and fuse their fetching to shrink the arena")
     sp.add_argument("model")
     sp.add_argument("-o", "--output", help="write the optimized model here")

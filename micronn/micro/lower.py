@@ -304,9 +304,24 @@ LOWERINGS: dict[str, Callable[[_Op], list[Task]]] = {
 }
 
 
+# (op, type of its first input) -> lowering: kernel families beyond the int8 set above register here from their
+# own modules (``lower_<family>.py``, imported by ``micronn.micro``); they win over LOWERINGS for their type
+TYPED: dict[tuple[str, str], Callable[[_Op], list[Task]]] = {}
+
+
+def lowering(op: str, *dtypes: str) -> Callable[[Callable[[_Op], list[Task]]], Callable[[_Op], list[Task]]]:
+    """Register a lowering of ``op`` when its first input has one of ``dtypes``."""
+    def register(fn: Callable[[_Op], list[Task]]) -> Callable[[_Op], list[Task]]:
+        for d in dtypes:
+            TYPED[(op, d)] = fn
+        return fn
+    return register
+
+
 def _lower(interp: Any, op_index: int, places: dict[int, tuple[int, int]]) -> list[Task]:
     o = _Op(interp, op_index, places)
-    fn = LOWERINGS.get(o.name)
+    first = next((t for t in o.node.inputs if t is not None), None)
+    fn = TYPED.get((o.name, first.dtype.name if first is not None else "")) or LOWERINGS.get(o.name)
     if fn is None:
         t = next((t for t in o.node.inputs if t is not None), o.node.outputs[0])
         raise o.unsupported(t.dtype.name)

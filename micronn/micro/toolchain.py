@@ -111,6 +111,21 @@ class Toolchain:
 
         return self._cached(f"{name}-{key}", ".elf", build)
 
+    def link_program(self, objects: list[Path], script: str, *, name: str = "program") -> Path:
+        """Link a whole program that brings its own start-up code and linker script (an exported firmware):
+        unused sections dropped, and only the compiler's support library for what the CPU lacks."""
+        objs = [Path(o) for o in objects]
+        libs = ["-nostdlib", "-lgcc"] if self.kind == "gcc" else ["-Wl,--entry=Reset_Handler"]
+        extra = ["-Wl,--gc-sections", *libs]
+        key = _digest(self.kind, *self.cc, *self.flags, *extra, script, *(o.read_bytes() for o in objs))
+
+        def build(out: Path) -> None:
+            ld = out.with_suffix(".ld")
+            ld.write_text(script)
+            self._run([*self.flags, "-T", str(ld), *map(str, objs), *extra, "-o", str(out)], f"linking {name}")
+
+        return self._cached(f"{name}-{key}", ".elf", build)
+
     def shared_object(self, sources: list[Path], include_dirs: list[Path] = (), flags: list[str] = ()) -> Path:
         """Host only: one shared library from C sources (cached)."""
         srcs = [Path(s) for s in sources]

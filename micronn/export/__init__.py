@@ -1,0 +1,19 @@
+"""Standalone firmware: a model compiled into a C project that runs on the microcontroller by itself.
+
+``export`` writes the project: the model as kernel calls with every argument fixed (``codegen``), weights as
+``const`` arrays, one static arena sized by micronn's plan, only the kernels the model uses, start-up code and a
+linker script for the target, a Makefile (``arm-none-eabi-gcc`` or zig's clang) and a README. No flatbuffer, no
+interpreter, no op resolver, no malloc, no C library. ``build`` compiles it; ``run`` loads the image on an
+emulated device (Unicorn, or QEMU through the GDB protocol) or the host, feeds inputs, reads outputs and checks
+them byte for byte against micronn's interpreter::
+
+    project = micronn.export.export("person_detect.tflite", "pd_fw", target="cortex-m4")
+    result = micronn.export.run(project)        # result.identical, result.instructions, result.outputs
+"""
+
+from micronn.export.codegen import ExportError
+from micronn.export.firmware import RunResult, build, run
+from micronn.export.project import Project, export, load
+from micronn.export.report import report_html
+
+__all__ = ["ExportError", "Project", "RunResult", "build", "export", "load", "report_html", "run"]

@@ -1,0 +1,285 @@
+"""C source for one model: the constants, a static arena at the planner's offsets, and one kernel call per task.
+
+The tasks come from ``micronn.micro.lower`` (the same lowering the host-driven runtime uses): each is a kernel
+symbol and its argument words. Here the words become a ``static const`` array per call whose pointers are
+address constants (``arena + offset`` or a constant array), so the program computes nothing at start-up and
+holds no tables beyond what the kernels read. The arena keeps the plan's head as planned; of the tail only the
+variable tensors and kernel buffers some task reads are kept, packed after the head (TFLM's bookkeeping lives in
+its tail, and this program has none).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from micronn.errors import MicronnError
+from micronn.interpreter import Interpreter
+from micronn.micro import lower
+from micronn.planners import align
+
+# the element types the generated header names (TfLiteType's order is not needed: these are micronn's own)
+TYPES = {"int8": 0, "uint8": 1, "int16": 2, "int32": 3, "float32": 4, "int64": 5, "bool": 6, "uint16": 7,
+         "uint32": 8, "float16": 9, "float64": 10}
+_KERNEL = re.compile(r"^void\s+(mn_\w+)\s*\(\s*const\s+mn_word\s*\*\s*\w+\s*\)", re.M)
+
+
+class ExportError(MicronnError):
+    """A model cannot be written as a standalone program (see the message for what and why)."""
+
+
+def kernel_files() -> dict[str, Path]:
+    """Kernel symbol -> the C file that defines it."""
+    out = {}
+    for path in lower.sources():
+        for sym in _KERNEL.findall(path.read_text()):
+            out[sym] = path
+    return out
+
+
+@dataclass
+class IoInfo:
+    """A model input or output as the generated program exposes it."""
+
+    name: str
+    dtype: str
+    shape: list[int]
+    scale: float
+    zero_point: int
+    nbytes: int
+    arena_offset: int | None  # None: a constant (its data is in the program)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass
+class Program:
+    """What ``generate`` made: file name -> C text, and the facts the project's metadata records."""
+
+    prefix: str
+    files: dict[str, str]
+    arena_bytes: int
+    const_bytes: int
+    kernels: list[str]
+    inputs: list[IoInfo]
+    outputs: list[IoInfo]
+    calls: int
+    ops: list[tuple[int, str, str]] = field(default_factory=list)  # per kernel call: (operator, op name, kernel)
+    # what init sets: (arena offset, bytes, fill byte or the constant copied in)
+    variables: list[tuple[int, int, int | str]] = field(default_factory=list)
+
+
+def _c_bytes(data: bytes) -> str:
+    rows = [", ".join(f"0x{b:02x}" for b in data[i:i + 16]) for i in range(0, len(data), 16)]
+    return "{\n    " + ",\n    ".join(rows) + "\n}" if rows else "{0}"
+
+
+def _c_string(s: str) -> str:
+    return '"' + "".join(c if c.isprintable() and c not in '"\\' else f"\\{ord(c):03o}" for c in s) + '"'
+
+
+def _float(x: float) -> str:
+    return repr(float(x)) + "f" if np.isfinite(x) else "0.0f"
+
+
+class _Generator:
+    def __init__(self, it: Interpreter, prefix: str):
+        self.it, self.p = it, prefix
+        self.buf = it._arena.buf
+        self.base = self.buf.ctypes.data
+        self.head = it.head
+        self.tail = sorted(it._arena.tail, key=lambda e: e.offset)
+        self.kept: dict[int, int] = {}  # tail entry offset -> its offset in the program's arena
+        self.consts: dict[bytes, str] = {}  # content -> symbol
+        self.const_order: list[tuple[str, bytes]] = []
+
+    # -- addresses --------------------------------------------------------------------------------------------
+    def _arena_offset(self, view: np.ndarray) -> int | None:
+        off = view.ctypes.data - self.base
+        inside = 0 <= off < len(self.buf) or (off == len(self.buf) and view.nbytes == 0)
+        if not inside:
+            return None
+        if off < self.head or view.nbytes == 0 and off <= self.head:
+            return off
+        entry = next((e for e in self.tail if e.offset <= off < e.offset + max(e.size, 1)), None)
+        if entry is None:
+            raise ExportError(f"a buffer at arena offset {off} is neither planned nor in the tail")
+        if entry.offset not in self.kept:
+            used = max([self.head] + [o + e.size for e in self.tail if (o := self.kept.get(e.offset)) is not None])
+            self.kept[entry.offset] = align(used)
+        return self.kept[entry.offset] + off - entry.offset
+
+    def _const(self, data: np.ndarray, hint: str) -> str:
+        blob = np.ascontiguousarray(data).tobytes()
+        if blob not in self.consts:
+            sym = f"{self.p}_{hint}{len(self.consts)}"
+            self.consts[blob] = sym
+            self.const_order.append((sym, blob))
+        return self.consts[blob]
+
+    def expr(self, arg: Any) -> str:
+        """A C address constant or integer for one argument word."""
+        if isinstance(arg, int | np.integer):
+            v = int(arg)
+            return str(v) if v >= 0 else f"(mn_word)({v})"
+        if isinstance(arg, lower.ConstRef):
+            return f"(mn_word){self._const(arg.data, 'c')}"
+        if isinstance(arg, lower.TensorRef):
+            view = self.it._all_views[arg.subgraph][arg.tensor]
+            where = f"tensor {arg.tensor}"
+        elif isinstance(arg, lower.ScratchRef):
+            view = self.it._nodes[arg.op].scratch_views[arg.scratch]
+            where = f"scratch {arg.scratch} of operator {arg.op}"
+            if view is None:
+                raise ExportError(f"{where} has no memory")
+        else:
+            raise ExportError(f"cannot place argument {arg!r}")
+        off = self._arena_offset(view)
+        if off is not None:
+            return f"(mn_word)({self.p}_arena + {off})"
+        if isinstance(arg, lower.ScratchRef):
+            raise ExportError(f"{where} is not in the arena")
+        return f"(mn_word){self._const(view, 't')}"
+
+    # -- the program ------------------------------------------------------------------------------------------
+    def io(self, tensors: list[int]) -> list[IoInfo]:
+        out = []
+        for t in tensors:
+            tensor, view = self.it.subgraph.tensors[t], self.it._views[t]
+            q = tensor.quant
+            scale = float(q.scale[0]) if q is not None and len(q.scale) else 0.0
+            zp = int(q.zero_point[0]) if q is not None and len(q.zero_point) else 0
+            if view.dtype.name not in TYPES:
+                raise ExportError(f"model input/output {tensor.name!r} has type {view.dtype.name}, which the "
+                                  "generated header cannot describe")
+            out.append(IoInfo(tensor.name, view.dtype.name, [int(d) for d in view.shape], scale, zp, int(view.nbytes),
+                              self._arena_offset(view)))
+        return out
+
+    def generate(self) -> Program:
+        it, p = self.it, self.p
+        tasks = lower.lower_model(it)
+        files = kernel_files()
+        symbols = sorted({t.symbol for t in tasks})
+        missing = [s for s in symbols if s not in files]
+        if missing:
+            raise ExportError(f"no C source defines {', '.join(missing)}")
+        calls = [(t, [self.expr(a) for a in t.args]) for t in tasks]
+        inputs, outputs = self.io(list(it.subgraph.inputs)), self.io(list(it.subgraph.outputs))
+        variables = []
+        for t in it.subgraph.tensors:
+            if t.is_variable:
+                off = self._arena_offset(it._views[t.index])
+                if off is None:
+                    raise ExportError(f"variable tensor {t.name!r} is not in the arena")
+                fill = int(np.int8(t.zero_point).view(np.uint8)) if t.dtype == np.int8 else 0
+                variables.append((off, int(t.nbytes), fill))
+        var_offsets = {off for off, _, _ in variables}
+        for e in self.tail:  # kernel buffers filled in prepare (not state): their bytes are copied in at init
+            o = self.kept.get(e.offset)
+            if o is not None and o not in var_offsets and e.size:
+                sym = self._const(self.buf[e.offset:e.offset + e.size], "p")
+                variables.append((o, e.size, sym))
+        kept_end = [o + e.size for e in self.tail if (o := self.kept.get(e.offset)) is not None]
+        arena = align(max([self.head] + kept_end))
+        const_bytes = sum(len(b) for _, b in self.const_order)
+        ops = [(t.op, it._nodes[t.op].op.op, t.symbol) for t, _ in calls]
+        prog = Program(p, {}, arena, const_bytes, symbols, inputs, outputs, len(calls), ops, variables)
+        prog.files[f"{p}.h"] = self._header(prog)
+        prog.files[f"{p}.c"] = self._source(prog, calls)
+        prog.files[f"{p}_data.c"] = self._data()
+        for sym in symbols:
+            prog.files.setdefault(files[sym].name, files[sym].read_text())
+        for h in sorted(lower.include_dir().glob("*.h")):  # the kernels' shared headers
+            prog.files[h.name] = h.read_text()
+        return prog
+
+    def _header(self, prog: Program) -> str:
+        P, p = self.p.upper(), self.p
+        lines = [f"/* {p}.h: generated by micronn; the interface of the model {p}.c runs. */",
+                 f"#ifndef {P}_H", f"#define {P}_H", "", "#include <stddef.h>", "#include <stdint.h>", "",
+                 f"#define {P}_ARENA_BYTES {prog.arena_bytes}u  /* RAM of the activations, one static buffer */",
+                 f"#define {P}_NUM_INPUTS {len(prog.inputs)}", f"#define {P}_NUM_OUTPUTS {len(prog.outputs)}", "",
+                 "/* element types of " + ", ".join(f"{k} = {v}" for k, v in TYPES.items()) + " */",
+                 f"typedef struct {{\n    const char *name;\n    int type;\n    int rank;\n    int32_t dims[8];\n"
+                 f"    size_t bytes;\n    float scale;       /* real = scale * (q - zero_point); 0 if not quantized */"
+                 f"\n    int32_t zero_point;\n}} {p}_tensor_info;", "",
+                 f"extern const {p}_tensor_info {p}_input_info[{max(len(prog.inputs), 1)}];",
+                 f"extern const {p}_tensor_info {p}_output_info[{max(len(prog.outputs), 1)}];", "",
+                 f"/* Put the variable tensors (recurrent state) in their initial state; call once before {p}_invoke"
+                 " and again to start a new stream. Returns 0. */",
+                 f"int {p}_init(void);",
+                 f"/* One inference: reads {p}_input(i), writes {p}_output(i). Returns 0. Not reentrant. */",
+                 f"int {p}_invoke(void);",
+                 f"void *{p}_input(int i);       /* NULL if i is out of range */",
+                 f"const void *{p}_output(int i);", ""]
+        for kind, infos in (("INPUT", prog.inputs), ("OUTPUT", prog.outputs)):
+            for i, io in enumerate(infos):
+                lines.append(f"/* {kind.lower()} {i} {io.name!r}: {io.dtype} {io.shape}, scale {io.scale:g}, "
+                             f"zero point {io.zero_point} */")
+                lines.append(f"#define {P}_{kind}_{i}_BYTES {io.nbytes}u")
+        lines += ["", f"#endif /* {P}_H */", ""]
+        return "\n".join(lines)
+
+    def _source(self, prog: Program, calls: list) -> str:
+        p = self.p
+        out = [f"/* {p}.c: generated by micronn. {prog.calls} kernel calls over a {prog.arena_bytes:,}-byte arena; "
+               "every argument is fixed at build time. */",
+               f'#include "{p}.h"', '#include "mn_kernels.h"', "",
+               *(f"void {s}(const mn_word *args);" for s in prog.kernels), "",
+               *(f"extern const uint8_t {sym}[{len(blob)}];" for sym, blob in self.const_order), "",
+               f"static uint8_t {p}_arena[{max(prog.arena_bytes, 16)}] __attribute__((aligned(16)));", ""]
+        for i, (task, args) in enumerate(calls):
+            node = self.it._nodes[task.op]
+            out.append(f"/* operator {task.op} {node.op.op} */")
+            out.append(f"static const mn_word {p}_args{i}[] = {{" + ", ".join(args or ["0"]) + "};")
+        out.append("")
+
+        def infos(kind: str, items: list[IoInfo]) -> str:
+            rows = []
+            for io in items:
+                dims = ", ".join(map(str, io.shape)) or "0"
+                rows.append(f"    {{{_c_string(io.name)}, {TYPES[io.dtype]}, {len(io.shape)}, {{{dims}}}, {io.nbytes}, "
+                            f"{_float(io.scale)}, {io.zero_point}}},")
+            return f"const {p}_tensor_info {p}_{kind}_info[{max(len(items), 1)}] = {{\n" + \
+                "\n".join(rows or ["    {0}"]) + "\n};"
+
+        def where(io: IoInfo) -> str:
+            if io.arena_offset is not None:
+                return f"{p}_arena + {io.arena_offset}"
+            raise ExportError(f"model input/output {io.name!r} is a constant: nothing to read or write")
+
+        out += [infos("input", prog.inputs), infos("output", prog.outputs), ""]
+        out.append(f"int {p}_init(void) {{")
+        for off, n, fill in prog.variables:
+            out.append(f"    memset({p}_arena + {off}, {fill}, {n});" if isinstance(fill, int) else
+                       f"    memcpy({p}_arena + {off}, {fill}, {n});")
+        out += ["    return 0;", "}", "", f"int {p}_invoke(void) {{"]
+        out += [f"    {task.symbol}({p}_args{i});" for i, (task, _) in enumerate(calls)]
+        out += ["    return 0;", "}", "", f"void *{p}_input(int i) {{", "    switch (i) {"]
+        out += [f"    case {i}: return {where(io)};" for i, io in enumerate(prog.inputs)]
+        out += ["    default: return NULL;", "    }", "}", "", f"const void *{p}_output(int i) {{", "    switch (i) {"]
+        out += [f"    case {i}: return {where(io)};" for i, io in enumerate(prog.outputs)]
+        out += ["    default: return NULL;", "    }", "}", ""]
+        return "\n".join(out)
+
+    def _data(self) -> str:
+        out = [f"/* {self.p}_data.c: generated by micronn: weights and precomputed per-channel parameters (flash). */",
+               "#include <stdint.h>", ""]
+        for sym, blob in self.const_order:
+            out.append(f"const uint8_t {sym}[{max(len(blob), 1)}] __attribute__((aligned(16))) = {_c_bytes(blob)};")
+        out.append("")
+        return "\n".join(out)
+
+
+def generate(it: Interpreter, prefix: str = "model") -> Program:
+    """The C files of a model prepared by ``it`` (allocated: its plan fixes every address)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
+        raise ExportError(f"the prefix must be a C identifier, got {prefix!r}")
+    it._ensure()
+    return _Generator(it, prefix).generate()
