@@ -133,6 +133,14 @@ def cmd_export(a: argparse.Namespace) -> Any:
         simulate.check_output(a.output)
     if a.report is not None:
         check_writable(a.report)
+    if a.format == "tflm":
+        if a.run:
+            raise _UsageError("--run builds the C project; --format tflm writes a model for TFLM to run")
+        tp = export.export_tflm(a.model, a.dir, prefix=a.prefix)
+        if a.json:
+            return tp.to_dict()
+        print(tp)
+        return None
     proj = export.export(a.model, a.dir, a.target, prefix=a.prefix)
     res = export.run(proj, inputs, a.device, toolchain=a.toolchain, seed=a.seed) if a.run else None
     if res is not None and a.output is not None:
@@ -413,6 +421,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("-o", "--output-dir", dest="dir", required=True, help="write the project into this directory")
     sp.add_argument("--target", default="cortex-m4", help="cortex-m0|cortex-m3|cortex-m4|cortex-m7|cortex-m33")
     sp.add_argument("--prefix", default="model", help="C prefix of the generated symbols (model_init, ...)")
+    sp.add_argument("--format", default="c", choices=["c", "tflm"],
+                    help="c: standalone C project (default); tflm: the .tflite with micronn's offline plan, as a C "
+                         "array, and an op resolver for TFLM")
     sp.add_argument("--run", action="store_true", help="build the image, run it once and check every output byte")
     sp.add_argument("--device", help="where --run runs it: the target on Unicorn (default), qemu-m4 (etc.), host")
     sp.add_argument("--toolchain", choices=["zig", "gcc"], help="cross compiler (default: zig, else gcc)")
