@@ -1,11 +1,15 @@
-"""Instructions and estimated cycles of whole models and two standing convolutions on an emulated Cortex-M.
+"""Instructions and estimated cycles of whole models and two standing convolutions on an emulated Cortex-M and RV32.
 
-    python benchmarks/device.py [--target cortex-m4] [--json]
+    python benchmarks/device.py [--target cortex-m4] [--vs riscv32] [--json]
 
 Models: per-op and total figures for person_detect and keyword_scrambled beside the TFLM paper's (reference
 kernels on a Cortex-M4: 18,990.8K cycles for person detection, 45.1K for the hotword model). Kernels: the μTVM
 thesis's CIFAR-10 convolutions (int8, SAME, stride 1; A: 32x32x3 input, 5x5x3x32 filter; B: 8x8x32 input,
 5x5x32x64 filter) as instructions per multiply-accumulate (nominal MACs, padding included).
+
+Then the same runs on ``--vs`` (default riscv32, an RV32IMC costed as a SiFive E31; ``--vs ''`` skips it) side by
+side with ``--target``, per layer type over both models and per CIFAR kernel: instructions, instructions per MAC
+and estimated cycles (each core's own cost table, see micronn/micro/target.py).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import json
 import numpy as np
 
 from micronn import Interpreter
-from micronn.ir import random_inputs
+from micronn.ir import op_macs, random_inputs
 from micronn.micro.runtime import run_model
 from micronn.models import bundled_model
 from micronn.testing import T, op_model
@@ -35,26 +39,76 @@ def cifar_conv(h: int, cin: int, cout: int, k: int = 5) -> bytes:
                     schema.options("CONV_2D", padding=0, stride_h=1, stride_w=1))
 
 
+CIFAR = {"cifar10_conv_A": (32, 3, 32), "cifar10_conv_B": (8, 32, 64)}
+
+
+def measure(target: str) -> dict:
+    """Per-op figures (with MACs) of both models and the CIFAR kernels' totals on one target."""
+    out: dict = {"models": {}, "kernels": {}}
+    for name, paper in PAPER_CYCLES.items():
+        m = bundled_model(name)
+        it = Interpreter(m)
+        macs = {op.index: op_macs(it.model.main, op) for op in it.model.main.operators}
+        res = run_model(m, target, random_inputs(it.model, 0), profile=True)
+        out["models"][name] = {"instructions": res["instructions"], "cycles": res["cycles"],
+                               "paper_cycles": paper, "ratio": res["cycles"] / paper,
+                               "ops": [{k: o[k] for k in ("index", "op", "instructions", "cycles")}
+                                       | {"macs": macs.get(o["index"], 0)} for o in res["ops"]]}
+    for name, (h, cin, cout) in CIFAR.items():
+        m = cifar_conv(h, cin, cout)
+        res = run_model(m, target, random_inputs(Interpreter(m).model, 0))
+        macs = h * h * cout * 25 * cin
+        out["kernels"][name] = {"macs": macs, "instructions": res["instructions"], "cycles": res["cycles"],
+                                "instructions_per_mac": res["instructions"] / macs,
+                                "cycles_per_mac": res["cycles"] / macs}
+    return out
+
+
+def by_layer_type(measured: dict) -> dict[str, dict]:
+    """Instructions, cycles and MACs summed per op type over both models."""
+    out: dict[str, dict] = {}
+    for r in measured["models"].values():
+        for o in r["ops"]:
+            d = out.setdefault(o["op"], {"ops": 0, "macs": 0, "instructions": 0, "cycles": 0.0})
+            d["ops"] += 1
+            d["macs"] += o["macs"]
+            d["instructions"] += o["instructions"]
+            d["cycles"] += o["cycles"]
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]["instructions"]))
+
+
+def side_by_side(targets: list[str], layers: dict[str, dict], kernels: dict[str, dict]) -> list[str]:
+    """One line per layer type (then per CIFAR kernel): instructions, instructions/MAC and cycles per target."""
+    head = f"{'layer type':<22} {'ops':>4} {'MACs':>12}" + "".join(
+        f" | {t + ' instr':>20} {'instr/MAC':>9} {'est. cycles':>13}" for t in targets)
+    lines = [head, "-" * len(head)]
+    rows = [(op, layers[targets[0]][op]["ops"], layers[targets[0]][op]["macs"], [layers[t][op] for t in targets])
+            for op in layers[targets[0]]]
+    rows += [(name, 1, kernels[targets[0]][name]["macs"], [kernels[t][name] for t in targets])
+             for name in kernels[targets[0]]]
+    for op, n, macs, per in rows:
+        cells = "".join(f" | {d['instructions']:>20,} {format(d['instructions'] / macs, '.2f') if macs else '-':>9} "
+                        f"{d['cycles']:>13,.0f}" for d in per)
+        lines.append(f"{op:<22} {n:>4} {macs:>12,}" + cells)
+    return lines
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--target", default="cortex-m4")
+    p.add_argument("--vs", default="riscv32", help="a second target to compare per layer type ('' for none)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
-    report: dict = {"target": a.target, "models": {}, "kernels": {}}
-    for name, paper in PAPER_CYCLES.items():
-        m = bundled_model(name)
-        res = run_model(m, a.target, random_inputs(Interpreter(m).model, 0), profile=True)
-        report["models"][name] = {"instructions": res["instructions"], "cycles": res["cycles"],
-                                  "paper_cycles": paper, "ratio": res["cycles"] / paper,
-                                  "ops": [{k: o[k] for k in ("index", "op", "instructions", "cycles")}
-                                          for o in res["ops"]]}
-    for name, (h, cin, cout) in {"cifar10_conv_A": (32, 3, 32), "cifar10_conv_B": (8, 32, 64)}.items():
-        m = cifar_conv(h, cin, cout)
-        res = run_model(m, a.target, random_inputs(Interpreter(m).model, 0))
-        macs = h * h * cout * 25 * cin
-        report["kernels"][name] = {"macs": macs, "instructions": res["instructions"], "cycles": res["cycles"],
-                                   "instructions_per_mac": res["instructions"] / macs,
-                                   "cycles_per_mac": res["cycles"] / macs}
+    first = measure(a.target)
+    report: dict = {"target": a.target, **first}
+    targets = [a.target] + ([a.vs] if a.vs and a.vs != a.target else [])
+    measured = {a.target: first} | {t: measure(t) for t in targets[1:]}
+    layers = {t: by_layer_type(m) for t, m in measured.items()}
+    kernels = {t: m["kernels"] for t, m in measured.items()}
+    if len(targets) > 1:
+        report["compare"] = {t: {"layer_types": layers[t], "models": {k: {x: v[x] for x in ("instructions", "cycles")}
+                                                                      for k, v in measured[t]["models"].items()},
+                                 "kernels": kernels[t]} for t in targets}
     if a.json:
         print(json.dumps(report, indent=1))
         return
@@ -68,6 +122,14 @@ def main() -> None:
     for name, r in report["kernels"].items():
         print(f"{name}: {r['macs']:,} MACs, {r['instructions']:,} instructions = {r['instructions_per_mac']:.2f} "
               f"instr/MAC, {r['cycles_per_mac']:.2f} cycles/MAC")
+    if len(targets) > 1:
+        print(f"\n{' vs '.join(targets)} (emulated), per layer type over {' and '.join(PAPER_CYCLES)}, then per "
+              "CIFAR-10 kernel:")
+        print("\n".join(side_by_side(targets, layers, kernels)))
+        for t in targets:
+            tot = measured[t]["models"]
+            print(f"  {t}: " + ", ".join(f"{k} {v['instructions']:,} instr / ~{v['cycles']:,.0f} cycles"
+                                         for k, v in tot.items()))
 
 
 if __name__ == "__main__":

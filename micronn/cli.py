@@ -134,14 +134,17 @@ def cmd_export(a: argparse.Namespace) -> Any:
     if a.report is not None:
         check_writable(a.report)
     if a.format == "tflm":
-        if a.run:
-            raise _UsageError("--run builds the C project; --format tflm writes a model for TFLM to run")
+        if a.run or a.optimize:
+            raise _UsageError("--run and --optimize apply to the C project; --format tflm writes a model for TFLM "
+                              "to run with its own kernels")
         tp = export.export_tflm(a.model, a.dir, prefix=a.prefix)
         if a.json:
             return tp.to_dict()
         print(tp)
         return None
-    proj = export.export(a.model, a.dir, a.target, prefix=a.prefix)
+    if a.target_bytes is not None and not a.optimize:
+        raise _UsageError("--target-bytes needs --optimize")
+    proj = export.export(a.model, a.dir, a.target, prefix=a.prefix, optimize=a.optimize, target_bytes=a.target_bytes)
     res = export.run(proj, inputs, a.device, toolchain=a.toolchain, seed=a.seed) if a.run else None
     if res is not None and a.output is not None:
         simulate.save_outputs(a.output, res.outputs)
@@ -213,6 +216,22 @@ def cmd_run(a: argparse.Namespace) -> Any:
               f"({100 * p['overhead_ns'] / max(p['total_ns'], 1):.1f}%)")
     if res.get("path"):
         print(f"wrote {res['path']}")
+    return None
+
+
+def cmd_eval(a: argparse.Namespace) -> Any:
+    if a.report:
+        check_writable(a.report)
+    classes = [c.strip() for c in a.classes.split(",")] if a.classes else None
+    res = simulate.evaluate(a.model, a.data, a.labels, float_model=a.float, top_k=(1, a.top_k), batch=a.batch,
+                            ray=a.ray if a.ray else False, progress=True, classes=classes)
+    if a.report:
+        simulate.write_eval_report(res, a.report)
+    if a.json:
+        return {**res.to_dict(), **({"report": a.report} if a.report else {})}
+    print(res)
+    if a.report:
+        print(f"wrote {a.report}")
     return None
 
 
@@ -295,6 +314,14 @@ def _non_negative(s: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {s!r}") from None
     if v < 0:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {v}")
+    return v
+
+
+def _positive(s: str) -> int:
+    """An argparse type: a whole number >= 1 (batch sizes, k)."""
+    v = _non_negative(s)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {v}")
     return v
 
 
@@ -387,7 +414,23 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=_non_negative, default=0)
     sp.add_argument("--arena-size", type=_non_negative, help="arena bytes (default: exactly what the model needs)")
     sp.add_argument("--profile", action="store_true", help="per-op times and interpreter overhead")
-    sp.add_argument("--device", help="run every op on a device: cortex-m4|cortex-m7|cortex-m33|cortex-m0|qemu-m4|host")
+    sp.add_argument("--device", help="run every op on a device: cortex-m4|cortex-m7|cortex-m33|cortex-m0|qemu-m4|"
+                    "riscv32|riscv32-qemu|host (micronn devices lists them)")
+    sp = add("eval", cmd_eval, "score a classifier over a data set: accuracy, confusion matrix, per-class "
+             "precision/recall, disagreements with the float model")
+    sp.add_argument("model")
+    sp.add_argument("--data", required=True, help=".npy (N x input), .npz (x/y or one array per input), or a folder "
+                    "of images, .wav or .npy files (sub-folders: classes)")
+    sp.add_argument("--labels", help="class labels: .npy, .txt, .csv (file,label rows match a folder's files) or an "
+                    "inline list such as 0,1,1")
+    sp.add_argument("--classes", help="class names in the model's output order, comma-separated")
+    sp.add_argument("--float", metavar="FLOAT_MODEL", help="the float model: list the samples whose top-1 differs")
+    sp.add_argument("--batch", type=_positive, default=simulate.batch.DEFAULT_BATCH,
+                    help="samples read and run at a time (a Ray task's size)")
+    sp.add_argument("--top-k", type=_positive, default=5, metavar="K", help="report top-1 and top-K accuracy")
+    sp.add_argument("--ray", metavar="ADDRESS", help="run the chunks on Ray: 'local', 'auto' or a cluster address")
+    sp.add_argument("--report", metavar="PATH", help="write an HTML report with the confusion matrix and per-class "
+                    "bars")
     sp = add("plan", cmd_plan, "the arena plan: every buffer's offset, size and lifetime")
     sp.add_argument("model")
     sp.add_argument("--planner", default="optimal", help="optimal (default), tflm, linear")
@@ -419,11 +462,15 @@ def _parser() -> argparse.ArgumentParser:
              "without micronn")
     sp.add_argument("model")
     sp.add_argument("-o", "--output-dir", dest="dir", required=True, help="write the project into this directory")
-    sp.add_argument("--target", default="cortex-m4", help="cortex-m0|cortex-m3|cortex-m4|cortex-m7|cortex-m33")
+    sp.add_argument("--target", default="cortex-m4",
+                    help="cortex-m0|cortex-m3|cortex-m4|cortex-m7|cortex-m33|riscv32|riscv32-qemu")
     sp.add_argument("--prefix", default="model", help="C prefix of the generated symbols (model_init, ...)")
     sp.add_argument("--format", default="c", choices=["c", "tflm"],
                     help="c: standalone C project (default); tflm: the .tflite with micronn's offline plan, as a C "
                          "array, and an op resolver for TFLM")
+    sp.add_argument("--optimize", action="store_true",
+                    help="TinySeg: spill idle tensors to the project's storage function for a smaller arena")
+    sp.add_argument("--target-bytes", type=_non_negative, help="with --optimize: stop once the arena is this small")
     sp.add_argument("--run", action="store_true", help="build the image, run it once and check every output byte")
     sp.add_argument("--device", help="where --run runs it: the target on Unicorn (default), qemu-m4 (etc.), host")
     sp.add_argument("--toolchain", choices=["zig", "gcc"], help="cross compiler (default: zig, else gcc)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -386,6 +387,41 @@ class Interpreter:
                 self._current = node
                 kernel.invoke(node)
 
+    def invoke_batch(self, inputs: Any, *, stream: bool = False) -> list[np.ndarray]:
+        """Invoke once per sample; returns one array per model output, its leading axis the samples.
+
+        ``outputs[j][k]`` is byte for byte what ``get_output(j)`` holds after the k-th of N single invokes. Variable
+        tensors (SVDF, LSTM state) and kernels' own state follow the usual per-sample meaning of a data set: each
+        sample starts from the initial state (``reset()`` before it), unless ``stream`` is true, in which case the
+        samples are one stream, in order, and state carries over from whatever the interpreter held before the call.
+        The interpreter keeps the state the last sample left.
+
+        ``inputs``: a numpy array stacked along a new leading axis (models with one input), a tuple of such arrays
+        (one per model input), or any other iterable of samples, each an array (one input) or a sequence of arrays
+        (one per input). A sample's shape is the input's, or the input's without its leading 1; dtypes must match
+        exactly, as for :meth:`set_input`. A bad sample raises an ``InvokeError`` naming it and the input.
+        """
+        self._ensure()
+        tensors = [self.subgraph.tensors[t] for t in self.subgraph.inputs]
+        views = [self._views[t] for t in self.subgraph.inputs]
+        outs = [self._views[t] for t in self.subgraph.outputs]
+        results: list[list[np.ndarray]] = [[] for _ in outs]
+        k = 0
+        for chunk in input_chunks(inputs, tensors, 256):
+            for r in range(len(chunk[0])):
+                if not stream:
+                    self.reset()
+                for view, arr in zip(views, chunk):
+                    view[...] = arr[r]
+                try:
+                    self.invoke()
+                except InvokeError as e:
+                    raise InvokeError(f"sample {k}: {e}") from e
+                for res, out in zip(results, outs):
+                    res.append(out.copy())
+                k += 1
+        return [np.stack(r) if r else np.zeros((0, *o.shape), o.dtype) for r, o in zip(results, outs)]
+
     # -- control flow: what IF, WHILE and CALL_ONCE kernels call ---------------------------------
     def invoke_subgraph(self, index: int) -> None:
         """Run every operator of subgraph ``index`` once, over its views (which it shares with the arena)."""
@@ -569,6 +605,82 @@ def _checked(data: Any, dst: np.ndarray, what: str) -> np.ndarray:
     if not same or arr.shape != dst.shape:
         raise InvokeError(f"{want}, got {arr.dtype.name}{list(arr.shape)}")
     return arr
+
+
+def input_chunks(inputs: Any, tensors: list[Tensor], size: int) -> Iterator[list[np.ndarray]]:
+    """``inputs`` (as :meth:`Interpreter.invoke_batch` takes them) as chunks of at most ``size`` samples: one array per
+    input tensor, shaped ``(n, *tensor.shape)`` and of its dtype. Stacked arrays are checked once and sliced without
+    copying; an iterable of samples is read lazily, ``size`` samples at a time, so memory stays bounded."""
+    if size < 1:
+        raise MicronnError(f"a chunk holds at least one sample, got {size!r}")
+    if isinstance(inputs, np.ndarray) or (isinstance(inputs, tuple) and inputs
+                                          and all(isinstance(x, np.ndarray) for x in inputs)):
+        stacked = (inputs,) if isinstance(inputs, np.ndarray) else inputs
+        if len(stacked) != len(tensors):
+            raise InvokeError(f"the model has {len(tensors)} input(s), {len(stacked)} stacked array(s) given")
+        arrays = [_stacked(x, t, i) for i, (x, t) in enumerate(zip(stacked, tensors))]
+        n = {len(a) for a in arrays}
+        if len(n) > 1:
+            raise InvokeError(f"the stacked inputs hold different numbers of samples: {[len(a) for a in arrays]}")
+        total = n.pop()
+        for s in range(0, total, size):
+            yield [a[s:s + size] for a in arrays]
+        return
+    if isinstance(inputs, (str, bytes, dict)) or not isinstance(inputs, Iterable):
+        raise InvokeError(f"inputs are a stacked numpy array, a tuple of them (one per input) or an iterable of "
+                          f"samples, not {type(inputs).__name__}")
+    chunk: list[list[np.ndarray]] = []
+    for k, sample in enumerate(inputs):
+        chunk.append(_sample(sample, tensors, k))
+        if len(chunk) == size:
+            yield [np.stack(c) for c in zip(*chunk)]
+            chunk = []
+    if chunk:
+        yield [np.stack(c) for c in zip(*chunk)]
+
+
+def _spec(t: Tensor) -> str:
+    return f"{t.dtype.name}{list(t.shape)}"
+
+
+def _fits(arr: np.ndarray, t: Tensor) -> bool:
+    """Same dtype (either byte order) as the tensor's."""
+    return arr.dtype == t.dtype or (arr.dtype.kind == t.dtype.kind and not arr.dtype.hasobject
+                                    and arr.dtype.newbyteorder("=") == t.dtype.newbyteorder("="))
+
+
+def _stacked(x: np.ndarray, t: Tensor, i: int) -> np.ndarray:
+    """One input's samples stacked along axis 0, reshaped to ``(n, *t.shape)``."""
+    shape = tuple(t.shape)
+    ok_shape = x.ndim >= 1 and (x.shape[1:] == shape or (shape[:1] == (1,) and x.shape[1:] == shape[1:]))
+    if not (ok_shape and _fits(x, t)):
+        raise InvokeError(f"input {i} ({t.name!r}) expects samples of {_spec(t)} stacked along a new first axis, "
+                          f"got {x.dtype.name}{list(x.shape)}")
+    return x.reshape((len(x), *shape))
+
+
+def _sample(sample: Any, tensors: list[Tensor], k: int) -> list[np.ndarray]:
+    """One sample's arrays, checked and shaped as the inputs."""
+    if len(tensors) == 1 and not isinstance(sample, (tuple, list)):
+        parts: Any = [sample]
+    elif isinstance(sample, (tuple, list)) and not (len(tensors) == 1 and len(sample) != 1):
+        parts = sample
+    else:
+        parts = [sample]
+    if len(parts) != len(tensors):
+        raise InvokeError(f"sample {k}: the model has {len(tensors)} input(s), the sample gives {len(parts)}")
+    out = []
+    for i, (x, t) in enumerate(zip(parts, tensors)):
+        try:
+            arr = np.asarray(x)
+        except (ValueError, TypeError) as e:
+            raise InvokeError(f"sample {k}, input {i} ({t.name!r}) is not an array: {e}") from e
+        shape = tuple(t.shape)
+        if not (_fits(arr, t) and (arr.shape == shape or (shape[:1] == (1,) and arr.shape == shape[1:]))):
+            raise InvokeError(f"sample {k}, input {i} ({t.name!r}) expects {_spec(t)}, got "
+                              f"{arr.dtype.name}{list(arr.shape)}")
+        out.append(arr.reshape(shape))
+    return out
 
 
 class SharedArena:

@@ -25,7 +25,7 @@ FREESTANDING = ["-ffreestanding", "-fno-builtin"]
 
 
 def _sources(proj: Project, host: bool) -> tuple[list[Path], Path]:
-    skip = {"mn_libc.c", "startup_cortex_m.c", "main.c"} if host else {"mn_libc.c"}
+    skip = {"mn_libc.c", "startup_cortex_m.c", "startup_riscv.c", "main.c"} if host else {"mn_libc.c"}
     return [proj.path / f for f in proj.files if f.endswith(".c") and f not in skip], proj.path / "mn_libc.c"
 
 
@@ -126,6 +126,8 @@ def _sizes(sections: dict[str, dict[str, int]], t: Target) -> tuple[int, int]:
     """(flash, RAM without the stack): what lies in flash, plus initialised data stored there for start-up."""
     flash = ram = 0
     for name, sec in sections.items():
+        if name.startswith(".storage"):  # spilled tensors: external memory, neither flash nor RAM
+            continue
         if t.flash.base <= sec["address"] < t.flash.end:
             flash += sec["bytes"]
         else:
@@ -144,7 +146,9 @@ def _run_emulated(proj: Project, elf_path: Path, device: str, xs: list[np.ndarra
     missing = [s for s in (f"{p}_arena", f"{p}_init", f"{p}_invoke", "mn_halt") if s not in syms]
     if missing:
         raise ExportError(f"the image {elf_path} lacks {', '.join(missing)}")
-    if qemu:
+    if qemu or t.unicorn_cpu is None:  # a preset only QEMU emulates (riscv32-qemu) runs there by default
+        if t.qemu is None:
+            raise ExportError(f"no emulator runs {t.name}")
         from micronn.micro.gdb import QemuDevice
 
         dev = QemuDevice(t)
@@ -158,6 +162,8 @@ def _run_emulated(proj: Project, elf_path: Path, device: str, xs: list[np.ndarra
         stack_lo = t.stack_top - t.stack_size
         dev.write(stack_lo, bytes([PAINT]) * t.stack_size)
         arena, halt = syms[f"{p}_arena"], syms["mn_halt"]
+        if "mn_trap_init" in syms:  # RISC-V: traps go to mn_fault, as after the image's own start-up
+            dev.execute(syms["mn_trap_init"], halt, timeout_s=timeout_s)
         dev.execute(syms[f"{p}_init"], halt, timeout_s=timeout_s)
         for x, io in zip(xs, proj.inputs):
             dev.write(arena + io.arena_offset, x.tobytes())

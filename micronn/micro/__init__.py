@@ -4,6 +4,12 @@
 compilers in ``toolchain``, whole models in ``runtime``. Emulator and compiler imports wait until a device needs them.
 """
 
+from micronn.micro import (
+    lower_elementwise,  # noqa: F401  (registers its lowerings)
+    lower_f32,  # noqa: F401  (registers its lowerings)
+    lower_s16,  # noqa: F401  (registers its lowerings)
+    lower_signal,  # noqa: F401  (registers its lowerings)
+)
 from micronn.micro.device import Cost, DeviceFault, ExecResult, LowLevelDevice
 from micronn.micro.runtime import DeviceModel, devices, run_model
 from micronn.micro.session import DeviceArray, DeviceFunction, Module, Session, SessionError

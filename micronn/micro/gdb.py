@@ -6,6 +6,11 @@ stop replies and an interrupt (0x03) when a program outruns its timeout. Every s
 
 GDB servers count no instructions (QEMU's DWT cycle counter reads 0), so costs are reported as unknown (None):
 through QEMU what matters is that results are byte-identical to the emulator's.
+
+Two instruction sets: on a Cortex-M (``arch="arm"``) faults end in a handler of the vector table that VTOR points
+at, decoded from the SCB's fault status registers; on RISC-V (``arch="riscv"``) every trap enters at the address in
+the ``mtvec`` CSR (set by the runtime's ``mn_init``) and is decoded from ``mcause``, ``mepc`` and ``mtval``, which
+QEMU's target description lists with the core registers.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import tempfile
 import time
 
 from micronn.micro.device import DeviceFault, ExecResult, LowLevelDevice
-from micronn.micro.target import Target, get_target
+from micronn.micro.target import RV_CAUSES, RV_REGS, Target, get_target
 
 _SCB = 0xE000ED00  # System Control Block: VTOR +0x08, CFSR +0x28, HFSR +0x2C, DFSR +0x30, MMFAR +0x34, BFAR +0x38
 _CFSR_BITS = {0: "instruction access violation", 1: "data access violation", 8: "instruction bus error",
@@ -38,11 +43,14 @@ class _Timeout(GdbError):
 class GdbDevice(LowLevelDevice):
     """A device behind a GDB server at ``host:port``. ``reset_command`` is the monitor command that resets the
     core (QEMU: ``system_reset``; OpenOCD: ``reset halt``); ``stack_top`` the initial stack pointer of every
-    execute (None: leave SP as it is)."""
+    execute (None: leave SP as it is); ``arch`` the core's instruction set, "arm" (Cortex-M) or "riscv" (RV32)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 1234, *, timeout_s: float = 10.0,
-                 reset_command: str = "system_reset", connect_timeout_s: float = 10.0, stack_top: int | None = None):
-        self.timeout_s, self.reset_command, self.stack_top = timeout_s, reset_command, stack_top
+                 reset_command: str = "system_reset", connect_timeout_s: float = 10.0, stack_top: int | None = None,
+                 arch: str = "arm"):
+        if arch not in ("arm", "riscv"):
+            raise GdbError(f"unknown instruction set {arch!r}: arm or riscv")
+        self.timeout_s, self.reset_command, self.stack_top, self.arch = timeout_s, reset_command, stack_top, arch
         deadline = time.monotonic() + connect_timeout_s
         while True:
             try:
@@ -54,13 +62,17 @@ class GdbDevice(LowLevelDevice):
                     raise GdbError(f"cannot connect to a GDB server at {host}:{port}: {e}") from e
                 time.sleep(0.05)
         self._buf, self._ack = b"", True
-        feats = self.command("qSupported:swbreak+;hwbreak+;xmlRegisters=arm").split(";")
+        feats = self.command(f"qSupported:swbreak+;hwbreak+;xmlRegisters={arch}").split(";")
         size = next((f.split("=")[1] for f in feats if f.startswith("PacketSize=")), "400")
         self.packet_size = int(size, 16)
         if "QStartNoAckMode+" in feats and self.command("QStartNoAckMode") == "OK":
             self._ack = False
-        self.regs = self._registers() if "qXfer:features:read+" in feats else \
-            {f"r{i}": i for i in range(13)} | {"sp": 13, "lr": 14, "pc": 15, "xpsr": 25}
+        if "qXfer:features:read+" in feats:
+            self.regs = self._registers()
+        elif arch == "riscv":  # the RISC-V numbering of GDB: x0-x31, then pc
+            self.regs = {name: i + 1 for i, name in enumerate(RV_REGS[:-1])} | {"pc": 32}
+        else:
+            self.regs = {f"r{i}": i for i in range(13)} | {"sp": 13, "lr": 14, "pc": 15, "xpsr": 25}
         self.command("?")
 
     # -- packets --------------------------------------------------------------------------------
@@ -141,6 +153,8 @@ class GdbDevice(LowLevelDevice):
                 n += 1
 
         walk("target.xml")
+        if "fp" in regs and "s0" not in regs:  # RISC-V's x8 under its other ABI name
+            regs["s0"] = regs["fp"]
         if "pc" not in regs:
             raise GdbError("the target description names no pc register")
         return regs
@@ -173,7 +187,8 @@ class GdbDevice(LowLevelDevice):
             raise GdbError(f"cannot set register {name}")
 
     def registers(self) -> dict[str, int]:
-        return {k: self.reg(k) for k in [f"r{i}" for i in range(13)] + ["sp", "lr", "pc", "xpsr"] if k in self.regs}
+        names = RV_REGS if self.arch == "riscv" else [f"r{i}" for i in range(13)] + ["sp", "lr", "pc", "xpsr"]
+        return {k: self.reg(k) for k in names if k in self.regs}
 
     def _word(self, addr: int) -> int:
         return int.from_bytes(self.read(addr, 4), "little")
@@ -191,13 +206,21 @@ class GdbDevice(LowLevelDevice):
         """Run to ``stop_addr``; a stop in a fault handler of the vector table is decoded into a DeviceFault.
         ``max_instructions`` cannot be enforced over GDB (only ``timeout_s``)."""
         stop = stop_addr & ~1
-        vtor = self._word(_SCB + 8)
-        handlers = {int.from_bytes(v, "little") & ~1 for v in _words(self.read(vtor + 8, 56))} - {0, stop}
+        riscv = self.arch == "riscv"
+        if riscv:  # direct mode: every trap enters at mtvec (its low two bits are the mode)
+            handlers = {self.reg("mtvec") & ~3} - {0, stop} if "mtvec" in self.regs else set()
+        else:
+            vtor = self._word(_SCB + 8)
+            handlers = {int.from_bytes(v, "little") & ~1 for v in _words(self.read(vtor + 8, 56))} - {0, stop}
         if self.stack_top is not None:
             self.set_reg("sp", self.stack_top)
-        self.set_reg("lr", stop_addr | 1)
-        self.set_reg("pc", func_addr & ~1)
-        self.set_reg("xpsr", 1 << 24)  # Thumb state, thread mode
+        if riscv:
+            self.set_reg("ra", stop)
+            self.set_reg("pc", func_addr)
+        else:
+            self.set_reg("lr", stop_addr | 1)
+            self.set_reg("pc", func_addr & ~1)
+            self.set_reg("xpsr", 1 << 24)  # Thumb state, thread mode
         for a in [stop, *handlers]:
             self._breakpoint(a, True)
         t0 = time.monotonic()
@@ -221,6 +244,12 @@ class GdbDevice(LowLevelDevice):
         if pc == stop:
             return ExecResult(wall_s=wall)
         regs = self.registers()
+        if pc in handlers and riscv:
+            cause, epc, tval = self.reg("mcause"), self.reg("mepc"), self.reg("mtval")
+            regs["pc"] = epc
+            addr = tval if cause in (0, 1, 4, 5, 6, 7) else None
+            raise DeviceFault(f"trap: {RV_CAUSES.get(cause, 'unknown cause')} (mcause=0x{cause:x}, "
+                              f"mtval=0x{tval:x})", epc, regs, addr)
         if pc in handlers:
             sp = regs["sp"]
             frame = [self._word(sp + 4 * i) for i in range(8)]  # exception frame: r0-r3, r12, lr, pc, xpsr
@@ -269,31 +298,38 @@ def _decode(body: bytes) -> bytes:
     return bytes(out)
 
 
-def qemu_available() -> bool:
-    return shutil.which("qemu-system-arm") is not None
+def qemu_available(target: str | Target | None = None) -> bool:
+    """Whether the QEMU system emulator of ``target``'s instruction set (default: Arm's) is on PATH."""
+    return shutil.which(get_target(target).qemu_binary if target is not None else "qemu-system-arm") is not None
 
 
 class QemuDevice(GdbDevice):
-    """``target`` emulated by ``qemu-system-arm`` and driven over its gdbstub (a free local port); the process is
-    killed on close. ``-icount shift=0`` makes virtual time follow instructions (deterministic runs)."""
+    """``target`` emulated by ``qemu-system-arm`` (Cortex-M) or ``qemu-system-riscv32`` (RV32, the ``virt`` board,
+    with no firmware: ``-bios none``) and driven over its gdbstub (a free local port); the process is killed on
+    close. ``-icount shift=0`` makes virtual time follow instructions (deterministic runs)."""
 
     def __init__(self, target: str | Target = "cortex-m4", *, timeout_s: float = 10.0):
         self.target = get_target(target)
         if self.target.qemu is None:
-            raise DeviceFault(f"target {self.target.name} has no QEMU machine")
-        if not qemu_available():
-            raise DeviceFault("qemu-system-arm is not installed (apt-get install qemu-system-arm)")
+            hint = "; riscv32-qemu is the RISC-V preset for QEMU's virt board" if self.target.arch == "riscv" else ""
+            raise DeviceFault(f"target {self.target.name} has no QEMU machine{hint}")
+        binary = self.target.qemu_binary
+        if not qemu_available(self.target):
+            package = "qemu-system-misc" if self.target.arch == "riscv" else "qemu-system-arm"
+            raise DeviceFault(f"{binary} is not installed (apt-get install {package})")
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         machine, cpu = self.target.qemu
         self._log = tempfile.TemporaryFile()
+        firmware = ["-bios", "none"] if self.target.arch == "riscv" else []  # else OpenSBI would take DRAM's start
         self.proc = subprocess.Popen(
-            ["qemu-system-arm", "-M", machine, "-cpu", cpu, "-nographic", "-monitor", "none", "-serial", "null",
+            [binary, "-M", machine, "-cpu", cpu, *firmware, "-nographic", "-monitor", "none", "-serial", "null",
              "-S", "-gdb", f"tcp:127.0.0.1:{port}", "-icount", "shift=0"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log)
         try:
-            super().__init__("127.0.0.1", port, timeout_s=timeout_s, stack_top=self.target.stack_top)
+            super().__init__("127.0.0.1", port, timeout_s=timeout_s, stack_top=self.target.stack_top,
+                             arch=self.target.arch)
         except BaseException as e:
             err = self._stderr()
             self.close()

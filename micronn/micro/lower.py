@@ -59,7 +59,16 @@ class ConstRef:
     data: np.ndarray
 
 
-Arg = int | TensorRef | ScratchRef | ConstRef
+@dataclass(frozen=True)
+class StorageRef:
+    """The address of the storage function spilled tensors go through (TinySeg's Spill/Fetch):
+    ``int fn(uint32_t id, uint32_t offset, void *buf, uint32_t n, uint32_t write)`` copies ``n`` bytes between
+    ``buf`` and byte ``offset`` of the tensor stored under ``id`` (``write`` 1: into storage), returns 0 on success.
+    Whoever places the tasks provides it: the host-driven runtime a memory-backed one, an exported project the
+    function its application declares (each learns the ids and sizes from the model's Spill operators)."""
+
+
+Arg = int | TensorRef | ScratchRef | ConstRef | StorageRef
 
 
 @dataclass
@@ -307,13 +316,18 @@ LOWERINGS: dict[str, Callable[[_Op], list[Task]]] = {
 # (op, type of its first input) -> lowering: kernel families beyond the int8 set above register here from their
 # own modules (``lower_<family>.py``, imported by ``micronn.micro``); they win over LOWERINGS for their type
 TYPED: dict[tuple[str, str], Callable[[_Op], list[Task]]] = {}
+TYPED_STREAMING: set[tuple[str, str]] = set()  # of those, the ones whose kernels accept an overlapping output
 
 
-def lowering(op: str, *dtypes: str) -> Callable[[Callable[[_Op], list[Task]]], Callable[[_Op], list[Task]]]:
-    """Register a lowering of ``op`` when its first input has one of ``dtypes``."""
+def lowering(op: str, *dtypes: str, streaming: bool = False
+             ) -> Callable[[Callable[[_Op], list[Task]]], Callable[[_Op], list[Task]]]:
+    """Register a lowering of ``op`` when its first input has one of ``dtypes``; ``streaming``: its kernel is
+    correct when the plan places the output over an input (the lowering checks which overlaps it handles)."""
     def register(fn: Callable[[_Op], list[Task]]) -> Callable[[_Op], list[Task]]:
         for d in dtypes:
             TYPED[(op, d)] = fn
+            if streaming:
+                TYPED_STREAMING.add((op, d))
         return fn
     return register
 
@@ -321,11 +335,13 @@ def lowering(op: str, *dtypes: str) -> Callable[[Callable[[_Op], list[Task]]], C
 def _lower(interp: Any, op_index: int, places: dict[int, tuple[int, int]]) -> list[Task]:
     o = _Op(interp, op_index, places)
     first = next((t for t in o.node.inputs if t is not None), None)
-    fn = TYPED.get((o.name, first.dtype.name if first is not None else "")) or LOWERINGS.get(o.name)
+    key = (o.name, first.dtype.name if first is not None else "")
+    fn = TYPED.get(key) or LOWERINGS.get(o.name)
+    streams = key in TYPED_STREAMING if key in TYPED else o.name in STREAMING
     if fn is None:
         t = next((t for t in o.node.inputs if t is not None), o.node.outputs[0])
         raise o.unsupported(t.dtype.name)
-    if o.name not in STREAMING and o.overlaps():
+    if not streams and o.overlaps():
         raise LowerError(f"operator {op_index} ({o.name}): its output overlaps an input in the plan, which its "
                          "device kernel does not support")
     return fn(o)

@@ -16,7 +16,7 @@ from micronn.errors import InvokeError
 from micronn.interpreter import Interpreter
 from micronn.ir import Model, random_inputs
 from micronn.micro import lower
-from micronn.micro.session import Session
+from micronn.micro.session import Session, SessionError
 from micronn.micro.target import Target
 from micronn.tflite.reader import Source
 
@@ -37,9 +37,15 @@ class DeviceModel:
         mod = sess.load_module(lower.sources(), [lower.include_dir()])
         buf = it._arena.buf
         self.arena_host, self.arena_size = _addr(buf), len(buf)
+        ws = sess.sections["workspace"]
+        if self.arena_size > ws.size - ws.used:  # say which device and how much, not just "out of memory"
+            raise SessionError(f"the model's arena needs {self.arena_size:,} bytes of RAM; {sess.target.name} has "
+                               f"{ws.size - ws.used:,} free for it ({sess.target.ram.size:,} bytes of RAM in all, less "
+                               "the runtime, stack and argument sections)")
         self.arena = sess.alloc(self.arena_size, "workspace", 16)
         sess.device.write(self.arena, buf.tobytes())  # planned head (garbage) and the persistent tail, once
         self._consts: dict[Any, int] = {}
+        self._module, self._storage_fn = mod, None
         self.ops = [(n.index, n.op.op) for n in it._nodes]
         self.tasks = [(mod[t.symbol].addr, lower.pack(t, self.resolve, sess.word_size), t.symbol, t.op)
                       for t in tasks]
@@ -52,13 +58,36 @@ class DeviceModel:
     def _const(self, key: Any, data: np.ndarray) -> int:
         if key not in self._consts:
             d = np.ascontiguousarray(data)
+            ro = self.sess.sections["rodata"]
+            if d.nbytes > ro.size - ro.used:
+                raise SessionError(f"the model's constants (weights) do not fit {self.sess.target.name}'s flash: "
+                                   f"{d.nbytes:,} more bytes wanted, {ro.size - ro.used:,} free")
             self._consts[key] = self.sess.alloc(max(d.nbytes, 1), "rodata", 16)
             self.sess.device.write(self._consts[key], d.tobytes())
         return self._consts[key]
 
+    def _storage(self) -> int:
+        """The address of ``mn_storage_memory`` (``kernels/storage.c``), its table filled once: a workspace
+        region per Spill victim id, as large as the largest tensor spilled under that id."""
+        if self._storage_fn is None:
+            sizes: dict[int, int] = {}
+            for node, k in zip(self.interp._nodes, self.interp._kernels):
+                if node.op.op == "Spill":
+                    sizes[k.id] = max(sizes.get(k.id, 0), node.inputs[0].nbytes)
+            table = []
+            for key, n in sorted(sizes.items()):
+                table += [key, self.sess.alloc(max(n, 1), "workspace", 16), n]
+            ws, syms = self.sess.word_size, self._module.symbols
+            at = self.sess.alloc(max(len(table), 1) * ws, "workspace", 16)
+            self.sess.write(at, b"".join(v.to_bytes(ws, "little") for v in table))
+            self.sess.write(syms["mn_storage_table"], at.to_bytes(ws, "little"))
+            self.sess.write(syms["mn_storage_count"], len(sizes).to_bytes(ws, "little"))
+            self._storage_fn = syms["mn_storage_memory"]
+        return self._storage_fn
+
     def resolve(self, ref: Any) -> int:
-        """The device address of a TensorRef, ScratchRef or ConstRef."""
-        from micronn.micro.lower import ConstRef, ScratchRef, TensorRef
+        """The device address of a TensorRef, ScratchRef, ConstRef or StorageRef."""
+        from micronn.micro.lower import ConstRef, ScratchRef, StorageRef, TensorRef
 
         if isinstance(ref, TensorRef):
             view = self.interp._all_views[ref.subgraph][ref.tensor]
@@ -71,6 +100,8 @@ class DeviceModel:
             return addr
         if isinstance(ref, ConstRef):
             return self._const(("c", id(ref)), ref.data)
+        if isinstance(ref, StorageRef):
+            return self._storage()
         raise InvokeError(f"cannot resolve {ref!r} to a device address")
 
     def _io(self, tensors: list[int]) -> list[tuple[int, np.ndarray]]:
@@ -154,12 +185,16 @@ def devices() -> list[dict[str, Any]]:
             tc = None
         except ToolchainError as e:
             tc = str(e)
+        q = None if not t.qemu or qemu_available(t) else f"{t.qemu_binary} is not installed"
+        if t.backend == "qemu":  # a QEMU-only preset (riscv32-qemu): listed once, under its own name
+            out.append({"name": t.name, "cpu": t.cpu, "backend": f"qemu {t.qemu[0]}", "available": not (tc or q),
+                        "reason": tc or q})
+            continue
         uc = None if t.native or importlib.util.find_spec("unicorn") and importlib.util.find_spec("capstone") \
             else "pip install unicorn capstone"
         out.append({"name": t.name, "cpu": t.cpu, "backend": "host" if t.native else "unicorn",
                     "available": not (tc or uc), "reason": tc or uc})
         if t.qemu:
-            q = None if qemu_available() else "qemu-system-arm is not installed"
             out.append({"name": "qemu-" + t.name.removeprefix("cortex-"), "cpu": t.cpu, "backend": f"qemu {t.qemu[0]}",
                         "available": not (tc or q), "reason": tc or q})
     return out

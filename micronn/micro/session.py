@@ -168,6 +168,7 @@ class Session:
         self.closed = True  # until the device and its runtime are up
         qemu = isinstance(target, str) and target.startswith("qemu-")
         self.target = get_target(target[5:] if qemu else target)
+        qemu = qemu or self.target.backend == "qemu"
         if device is None:
             if self.target.native:
                 from micronn.micro.host import HostDevice
@@ -192,6 +193,7 @@ class Session:
         try:
             self.toolchain: Toolchain = find_toolchain(self.target, toolchain)
             self._load_runtime()
+            self._boot()
         except BaseException:
             self.device.close()
             raise
@@ -203,6 +205,13 @@ class Session:
             raise SessionError(f"the {self.target.name} session is closed")
 
     # -- runtime and memory layout ---------------------------------------------------------------
+    def _boot(self) -> None:
+        """Run the runtime's start-up code where it has any (RISC-V: the trap vector), as a board's reset would;
+        after every device reset too, since a reset clears what it set up."""
+        if "mn_init" in self.runtime and not self.target.native:
+            self.device.execute(self.runtime["mn_init"], self.runtime["mn_done"], max_instructions=10_000,
+                                timeout_s=self.timeout_s)
+
     def _load_runtime(self) -> None:
         src = [RUNTIME_DIR / "mn_runtime.c"]
         flags = ["-ffreestanding", "-fno-builtin", f"-DMN_MAX_TASKS={self.max_tasks}"]
@@ -213,11 +222,13 @@ class Session:
             self._layout({"rodata": Region(ram.base, third)}, Region(ram.base + third, ram.size - third))
             return
         t = self.target
+        # .s* sections: RISC-V's small data, which clang keeps apart from the rest
         script = (f"SECTIONS {{\n . = 0x{t.flash.base:x};\n .text : {{ KEEP(*(.vectors)) KEEP(*mn_runtime*(.text*)) "
-                  f"*(.text*) }}\n .rodata : ALIGN(8) {{ KEEP(*mn_runtime*(.rodata*)) *(.rodata*) }}\n"
-                  f" . = 0x{t.ram.base:x};\n .data : ALIGN(8) {{ KEEP(*mn_runtime*(.data*)) *(.data*) }}\n"
-                  f" .bss (NOLOAD) : ALIGN(8) {{ KEEP(*mn_runtime*(.bss* COMMON)) *(.bss*) *(COMMON) }}\n"
-                  f" /DISCARD/ : {{ *(.ARM.exidx*) *(.ARM.extab*) }}\n}}\n__stack_top = 0x{t.stack_top:x};\n")
+                  f"*(.text*) }}\n .rodata : ALIGN(8) {{ KEEP(*mn_runtime*(.rodata* .srodata*)) *(.rodata*) "
+                  f"*(.srodata*) }}\n . = 0x{t.ram.base:x};\n .data : ALIGN(8) {{ KEEP(*mn_runtime*(.data* .sdata*)) "
+                  f"*(.data*) *(.sdata*) }}\n .bss (NOLOAD) : ALIGN(8) {{ KEEP(*mn_runtime*(.bss* .sbss* COMMON)) "
+                  f"*(.bss*) *(.sbss*) *(COMMON) }}\n /DISCARD/ : {{ *(.ARM.exidx*) *(.ARM.extab*) }}\n}}\n"
+                  f"__stack_top = 0x{t.stack_top:x};\n")
         elf_path = self.toolchain.link(self.toolchain.compile(src, flags=flags), script, runtime=True, name="runtime")
         f, elf = _elf(elf_path)
         with f:
@@ -323,9 +334,9 @@ class Session:
         provide = "".join(f"PROVIDE({k} = 0x{v:x});\n" for k, v in sorted(self.runtime.items())
                           if k.replace("_", "a").isalnum())
         script = (f"SECTIONS {{\n . = 0x{at['text']:x};\n .text : {{ *(.text*) }}\n .rodata : ALIGN(8) "
-                  f"{{ *(.rodata*) }}\n . = 0x{at['data']:x};\n .data : {{ *(.data*) }}\n . = 0x{at['bss']:x};\n"
-                  f" .bss (NOLOAD) : {{ *(.bss*) *(COMMON) }}\n /DISCARD/ : {{ *(.ARM.exidx*) *(.ARM.extab*) }}\n}}\n"
-                  + provide)
+                  f"{{ *(.rodata*) *(.srodata*) }}\n . = 0x{at['data']:x};\n .data : {{ *(.data*) *(.sdata*) }}\n"
+                  f" . = 0x{at['bss']:x};\n .bss (NOLOAD) : {{ *(.bss*) *(.sbss*) *(COMMON) }}\n"
+                  f" /DISCARD/ : {{ *(.ARM.exidx*) *(.ARM.extab*) }}\n}}\n" + provide)
         f, elf = _elf(self.toolchain.link(objs, script, name="module"))
         with f:
             for s in _alloc_sections(elf):
@@ -392,6 +403,7 @@ class Session:
                                       marks=(self.runtime["mn_boundary"],))
         except DeviceFault:
             self.device.reset()
+            self._boot()
             raise
         res.wall_s = time.perf_counter() - t0
         self.executions += 1

@@ -18,6 +18,19 @@ are ignored, and ranges are taken at their middle.
   taken branches +1 (branch prediction), divide 2-12.
 - Cortex-M33: its TRM (Arm 100230) publishes no table either; Armv8-M Mainline with the M4's 3-stage pipeline, so
   the M4's numbers.
+- RISC-V (both ``riscv32`` presets): the *SiFive E31 Core Complex Manual* (also chapter 3 of the *SiFive FE310-G000
+  Manual*), §3.3 "Execution Pipeline": a single-issue, in-order, fully bypassed 5-stage pipeline, one instruction
+  per cycle, except LW 2 cycles of result latency, LB/LBU/LH/LHU 3, MUL/MULH/MULHU/MULHSU 5, DIV/DIVU/REM/REMU
+  2-33 (we use the middle, 17.5); §3.2: the branch predictor (BTB, BHT, return-address stack) makes correctly
+  predicted control flow free and a misprediction costs 3 cycles. We charge result latencies as if every result
+  were used at once (an upper bound), and taken branches nothing (mispredictions are not modelled; a lower bound).
+  RISC-V has no multiply-accumulate, DSP, load/store-multiple or (RV32IMC) floating-point instructions: those
+  classes stay empty. ``narrow`` is the extra cycle of a byte or halfword load. Espressif's ESP32-C3 Technical
+  Reference Manual, whose memory the ``riscv32`` preset copies, publishes no instruction timings.
+
+RISC-V instructions map onto the same classes: ``mul`` is MUL, ``mull`` the high-half multiplies, ``div`` DIV/REM,
+``load``/``store`` the loads and stores (compressed forms included), ``branch`` conditional branches and jumps
+(JAL/JALR and their compressed forms), ``alu`` everything else.
 """
 
 from __future__ import annotations
@@ -27,16 +40,30 @@ from dataclasses import dataclass, field
 from micronn.errors import MicronnError
 
 CLASSES = ("alu", "mul", "mla", "mull", "mlal", "dsp", "div", "fp", "load", "store", "ldm", "stm", "branch")
-EXTRAS = ("reg", "taken")  # not instructions: registers moved by load/store multiple, taken branches / PC writes
+# not instructions: registers moved by load/store multiple, taken branches / PC writes, byte/halfword loads (RISC-V)
+EXTRAS = ("reg", "taken", "narrow")
+ARCHS = ("arm", "riscv")
+# RV32's integer registers by ABI name (x1-x31) and pc, as emulators and GDB name them
+RV_REGS = ["ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", *[f"a{i}" for i in range(8)],
+           *[f"s{i}" for i in range(2, 12)], "t3", "t4", "t5", "t6", "pc"]
+# RISC-V exception causes (mcause with the interrupt bit clear), from the privileged specification
+RV_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
+             3: "breakpoint (EBREAK)", 4: "load address misaligned", 5: "load access fault",
+             6: "store address misaligned", 7: "store access fault", 8: "environment call (ECALL) from U-mode",
+             11: "environment call (ECALL) from M-mode", 12: "instruction page fault", 13: "load page fault",
+             15: "store page fault"}
 
 _M4 = dict(alu=1, mul=1, mla=1, mull=1, mlal=1, dsp=1, div=7, fp=1, load=2, store=2, ldm=1, stm=1, branch=1,
-           reg=1, taken=2)
+           reg=1, taken=2, narrow=0)
+_E31 = dict(alu=1, mul=5, mla=5, mull=5, mlal=5, dsp=1, div=17.5, fp=1, load=2, store=1, ldm=1, stm=1, branch=1,
+            reg=1, taken=0, narrow=1)
 COSTS: dict[str, dict[str, float]] = {
     "cortex-m0": dict(_M4, div=1, dsp=1),  # no divide/DSP instructions exist; 1 if an emulator runs them anyway
     "cortex-m3": dict(_M4, mla=2, mull=4, mlal=5.5),
     "cortex-m4": _M4,
     "cortex-m7": dict(_M4, load=1, store=1, taken=1),
     "cortex-m33": _M4,
+    "sifive-e31": _E31,
 }
 
 
@@ -55,7 +82,9 @@ class Target:
     """What micronn needs to know to build for, load onto and cost a device.
 
     ``flash`` holds code and constants, ``ram`` data, arguments, the workspace and (at its top) the stack.
-    ``cpu`` is the LLVM/zig CPU name; ``qemu`` the (machine, cpu) QEMU emulates it with, if any.
+    ``cpu`` is the LLVM/zig CPU name (for RISC-V a base CPU plus extensions); ``qemu`` the (machine, cpu) QEMU
+    emulates it with, if any; ``arch`` the instruction set ("arm": Thumb/M-class, "riscv": RV32). A preset with a
+    QEMU machine but no Unicorn CPU (``riscv32-qemu``) runs on QEMU by default.
     """
 
     name: str
@@ -68,6 +97,17 @@ class Target:
     word_size: int = 4
     costs: dict[str, float] = field(default_factory=dict)
     stack_size: int = 64 * 1024
+    arch: str = "arm"
+
+    @property
+    def backend(self) -> str:
+        """The backend a session uses for this preset by default: "host", "unicorn" or "qemu"."""
+        return "host" if self.native else "unicorn" if self.unicorn_cpu else "qemu" if self.qemu else "none"
+
+    @property
+    def qemu_binary(self) -> str:
+        """The QEMU system emulator of this instruction set."""
+        return "qemu-system-riscv32" if self.arch == "riscv" else "qemu-system-arm"
 
     @property
     def native(self) -> bool:
@@ -96,6 +136,14 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("cortex-m0", "cortex_m0", unicorn_cpu="CORTEX_M0", costs=COSTS["cortex-m0"], **_MPS2),
     Target("cortex-m3", "cortex_m3", qemu=("mps2-an385", "cortex-m3"), unicorn_cpu="CORTEX_M3",
            costs=COSTS["cortex-m3"], **_MPS2),
+    # RISC-V, RV32IMC, memory sized like an ESP32-C3 (Espressif's TRM, "System and Memory": 4 MiB of external flash
+    # mapped at 0x42000000, 400 KiB of internal SRAM on the data bus at 0x3FC80000); no QEMU board has that map
+    Target("riscv32", "generic_rv32+m+c", Region(0x4200_0000, 0x40_0000), Region(0x3FC8_0000, 400 << 10),
+           unicorn_cpu="SIFIVE_E31", costs=COSTS["sifive-e31"], arch="riscv"),
+    # RISC-V, RV32IMAC, on QEMU's `virt` board: its only memory free for code is DRAM at 0x80000000 (its CFI pflash
+    # takes writes only through flash commands), so "flash" is the first 4 MiB of DRAM and RAM the next 4 MiB
+    Target("riscv32-qemu", "generic_rv32+m+a+c", Region(0x8000_0000, 0x40_0000), Region(0x8040_0000, 0x40_0000),
+           qemu=("virt", "sifive-e31"), costs=COSTS["sifive-e31"], arch="riscv"),
     # the host: code is native, memory a host buffer whose addresses the device learns when it is created
     Target("host", None, Region(0, 0), Region(0, 16 << 20), word_size=8, stack_size=0),
 ]}
@@ -105,6 +153,8 @@ def get_target(target: str | Target) -> Target:
     """A preset by name (``"cortex-m4"``, ``"m4"``) or the Target itself."""
     if isinstance(target, Target):
         return target
+    if not isinstance(target, str):
+        raise MicronnError(f"a target is a preset name or a Target, got {type(target).__name__}")
     name = target if target in TARGETS or target == "host" else f"cortex-{target}"
     if name not in TARGETS:
         raise MicronnError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")

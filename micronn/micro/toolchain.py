@@ -1,4 +1,5 @@
-"""Cross-compilers for device code: zig's clang (default), ``arm-none-eabi-gcc`` when on PATH, the host ``cc``.
+"""Cross-compilers for device code: zig's clang (default; Arm and RISC-V), ``arm-none-eabi-gcc`` when on PATH (Arm
+only), the host ``cc``.
 
 Every object, link and shared library is cached by a hash of its inputs under ``$MICRONN_CACHE`` (default
 ``~/.cache/micronn``), so tests and the CLI build the runtime and kernels once.
@@ -27,6 +28,15 @@ LIBCALLS = [f"__aeabi_{n}" for n in (
     "fadd fsub frsub fmul fdiv f2iz f2uiz i2f ui2f l2f ul2f f2lz f2ulz fcmpeq fcmplt fcmple fcmpgt fcmpge fcmpun "
     "f2d d2f dadd dsub drsub dmul ddiv d2iz d2uiz i2d ui2d l2d ul2d d2lz d2ulz dcmpeq dcmplt dcmple dcmpgt dcmpge "
     "dcmpun ldivmod uldivmod").split()]
+# the same helpers under their libgcc / compiler-rt names, which RISC-V calls. Linking the kernels for RV32IMC shows
+# the int8 ones need none (32-bit multiply and divide are M instructions, 64-bit products MULHU sequences, 64-bit
+# shifts inline); the float kernels call the single- and double-precision arithmetic, conversions and comparisons,
+# and 64-bit division calls __divdi3
+LIBCALLS_RISCV = [f"__{n}" for n in (
+    "addsf3 subsf3 mulsf3 divsf3 negsf2 fixsfsi fixunssfsi floatsisf floatunsisf floatdisf floatundisf fixsfdi "
+    "fixunssfdi eqsf2 nesf2 ltsf2 lesf2 gtsf2 gesf2 unordsf2 extendsfdf2 truncdfsf2 adddf3 subdf3 muldf3 divdf3 "
+    "negdf2 fixdfsi fixunsdfsi floatsidf floatunsidf floatdidf floatundidf fixdfdi fixunsdfdi eqdf2 nedf2 ltdf2 "
+    "ledf2 gtdf2 gedf2 unorddf2 divdi3 udivdi3 moddi3 umoddi3 muldi3 ashldi3 lshrdi3 ashrdi3").split()]
 
 
 class ToolchainError(MicronnError):
@@ -54,8 +64,8 @@ def _headers(include_dirs: list[Path]) -> list[bytes]:
 class Toolchain:
     """Compile C to objects and link them; ``cc`` is the compiler command, ``flags`` its target flags."""
 
-    def __init__(self, kind: str, cc: list[str], flags: list[str]):
-        self.kind, self.cc, self.flags = kind, cc, flags
+    def __init__(self, kind: str, cc: list[str], flags: list[str], arch: str = "arm"):
+        self.kind, self.cc, self.flags, self.arch = kind, cc, flags, arch
 
     def __repr__(self) -> str:
         return f"Toolchain({self.kind}: {' '.join(self.cc + self.flags)})"
@@ -98,7 +108,8 @@ class Toolchain:
         """Link ``objects`` with linker ``script`` into an ELF; the runtime also gets the support library's
         float and 64-bit helpers, modules get no library at all (they resolve against the runtime)."""
         objs = [Path(o) for o in objects]
-        extra = [f"-Wl,-u,{s}" for s in LIBCALLS] + ["-Wl,--entry=mn_reset"] if runtime else \
+        libcalls = LIBCALLS_RISCV if self.arch == "riscv" else LIBCALLS
+        extra = [f"-Wl,-u,{s}" for s in libcalls] + ["-Wl,--entry=mn_reset"] if runtime else \
             ["-nostdlib", "-Wl,--no-gc-sections", "-Wl,--entry=0"]
         if self.kind == "gcc":
             extra = ["-nostartfiles", *extra, *(["-lgcc"] if runtime else [])]
@@ -151,6 +162,16 @@ def find_toolchain(target: Target, prefer: str | None = None) -> Toolchain:
         if not shutil.which(cc):
             raise ToolchainError(f"no host C compiler: {cc!r} is not on PATH (set $CC)")
         return Toolchain("host", [cc], [])
+    if prefer not in (None, "zig", "gcc"):
+        raise ToolchainError(f"unknown toolchain {prefer!r} for {target.name}: zig or gcc")
+    if target.arch == "riscv":
+        if prefer == "gcc":
+            raise ToolchainError(f"the gcc toolchain (arm-none-eabi-gcc) builds for Arm only; {target.name} is "
+                                 "RISC-V: use zig (the default)")
+        if _zig_available():  # -mcpu is a base CPU plus extensions: generic_rv32+m+c is RV32IMC
+            return Toolchain("zig", [sys.executable, "-m", "ziglang", "cc"],
+                             ["-target", "riscv32-freestanding-none", f"-mcpu={target.cpu}", *target.cflags], "riscv")
+        raise ToolchainError(f"no cross compiler for {target.name}: pip install ziglang (or micronn[micro])")
     kinds = [prefer] if prefer else ["zig", "gcc"]
     for kind in kinds:
         if kind == "zig" and _zig_available():

@@ -1,8 +1,9 @@
-"""An emulated Cortex-M (Unicorn, Thumb + M-class) with exact instruction counts and estimated cycles.
+"""An emulated Cortex-M (Unicorn, Thumb + M-class) or RV32 core with exact instruction counts and estimated cycles.
 
 A block hook counts every executed translation block; capstone classifies each block's instructions once (cached
 by address and size), so per-class counts are exact at the cost of one Python call per block. Taken branches are
-told apart from not-taken ones by the edge between consecutive blocks.
+told apart from not-taken ones by the edge between consecutive blocks. Both instruction sets share the classes of
+``micronn.micro.target.CLASSES``; RISC-V's calling convention returns through ``ra`` where Thumb uses ``lr``.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import time
 
 from micronn.micro.device import Cost, DeviceFault, ExecResult, LowLevelDevice
-from micronn.micro.target import CLASSES, Target, get_target
+from micronn.micro.target import CLASSES, RV_CAUSES, RV_REGS, Target, get_target
 
 try:
     import capstone
     import unicorn
     from unicorn import arm_const as A
+    from unicorn import riscv_const as RV
 except ImportError:  # pragma: no cover - reported when a device is made
     unicorn = None
 
@@ -35,6 +37,33 @@ _DSP_PREFIX = ("smla", "smlsl", "smul", "smua", "smus", "smml", "smls", "smlal",
 
 
 _CONDS = {"eq", "ne", "hs", "lo", "cs", "cc", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le"}
+
+
+_RV_NARROW = {"lb", "lbu", "lh", "lhu"}
+_RV_LOAD = {"lw", "lwsp", "lr.w"} | _RV_NARROW
+_RV_STORE = {"sb", "sh", "sw", "swsp", "sc.w"}
+_RV_COND = {"beq", "bne", "blt", "bge", "bltu", "bgeu", "beqz", "bnez", "blez", "bgez", "bltz", "bgtz", "bgt",
+            "ble", "bgtu", "bleu"}
+_RV_JUMP = {"jal", "jalr", "j", "jr", "ret", "call", "tail"}
+_RV_CLASS = {"mul": "mul", "mulh": "mull", "mulhu": "mull", "mulhsu": "mull", "div": "div", "divu": "div",
+             "rem": "div", "remu": "div"}
+
+
+def _classify_riscv(insn) -> tuple[str, int, str | None]:
+    """(class, 0, branch kind) of one RV32IMAC instruction; compressed forms count as their full forms, and a
+    byte or halfword load adds one to the ``narrow`` extra (reported in the second slot as -1)."""
+    m = insn.mnemonic.removeprefix("c.")
+    if m in _RV_COND:
+        return "branch", 0, "cond"
+    if m in _RV_JUMP:
+        return "branch", 0, "always"
+    if m in _RV_LOAD or m.startswith("amo"):
+        return "load", -1 if m in _RV_NARROW else 0, None
+    if m in _RV_STORE:
+        return "store", 0, None
+    if m in _RV_CLASS:
+        return _RV_CLASS[m], 0, None
+    return ("fp" if m.startswith("f") and not m.startswith("fence") else "alu"), 0, None
 
 
 def _classify(insn) -> tuple[str, int, str | None]:
@@ -68,7 +97,8 @@ class _Block:
 
 
 class UnicornDevice(LowLevelDevice):
-    """A Cortex-M in Unicorn with ``target``'s memory map; counts are exact, cycles from ``target.costs``."""
+    """A Cortex-M or RV32 core in Unicorn with ``target``'s memory map; counts are exact, cycles from
+    ``target.costs``."""
 
     def __init__(self, target: str | Target = "cortex-m4"):
         if unicorn is None:
@@ -79,7 +109,13 @@ class UnicornDevice(LowLevelDevice):
         if self.target.native or not self.target.unicorn_cpu:
             raise DeviceFault(f"target {self.target.name} cannot be emulated by Unicorn")
         self.word_size = self.target.word_size
-        self._cs = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS)
+        self.riscv = self.target.arch == "riscv"
+        if self.riscv:
+            self._cs = capstone.Cs(capstone.CS_ARCH_RISCV, capstone.CS_MODE_RISCV32 | capstone.CS_MODE_RISCVC)
+            self._classify, self._thumb = _classify_riscv, 0
+        else:
+            self._cs = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS)
+            self._classify, self._thumb = _classify, 1
         self._cs.detail = True
         self._blocks: dict[tuple[int, int], _Block] = {}
         self._mem: dict[int, bytes] | None = None
@@ -88,8 +124,12 @@ class UnicornDevice(LowLevelDevice):
 
     def _boot(self) -> None:
         """A fresh core; memory contents (if any) carried over."""
-        uc = unicorn.Uc(unicorn.UC_ARCH_ARM, unicorn.UC_MODE_THUMB | unicorn.UC_MODE_MCLASS)
-        uc.ctl_set_cpu_model(getattr(A, f"UC_CPU_ARM_{self.target.unicorn_cpu}"))
+        if self.riscv:
+            uc = unicorn.Uc(unicorn.UC_ARCH_RISCV, unicorn.UC_MODE_RISCV32)
+            uc.ctl_set_cpu_model(getattr(RV, f"UC_CPU_RISCV32_{self.target.unicorn_cpu}"))
+        else:
+            uc = unicorn.Uc(unicorn.UC_ARCH_ARM, unicorn.UC_MODE_THUMB | unicorn.UC_MODE_MCLASS)
+            uc.ctl_set_cpu_model(getattr(A, f"UC_CPU_ARM_{self.target.unicorn_cpu}"))
         for region in (self.target.flash, self.target.ram):
             uc.mem_map(region.base, region.size, unicorn.UC_PROT_ALL)
             if self._mem is not None:
@@ -122,12 +162,12 @@ class UnicornDevice(LowLevelDevice):
 
     # -- hooks ----------------------------------------------------------------------------------
     def _block_info(self, address: int, size: int) -> _Block:
-        counts = dict.fromkeys(CLASSES, 0) | {"reg": 0}
+        counts = dict.fromkeys(CLASSES, 0) | {"reg": 0, "narrow": 0}
         n, kind = 0, None
         for insn in self._cs.disasm(bytes(self.uc.mem_read(address, size)), address):
-            cls, regs, kind = _classify(insn)
+            cls, regs, kind = self._classify(insn)
             counts[cls] += 1
-            counts["reg"] += regs
+            counts["reg" if regs >= 0 else "narrow"] += abs(regs)
             n += 1
         b = self._blocks[(address, size)] = _Block(n, {k: v for k, v in counts.items() if v}, kind, address + size)
         return b
@@ -154,6 +194,12 @@ class UnicornDevice(LowLevelDevice):
         return False
 
     def _on_intr(self, uc, intno: int, _data) -> None:
+        if self.riscv:
+            self._why = f"CPU exception {intno}: {RV_CAUSES.get(intno, 'trap')}"
+            if intno == 2 and self._prev is not None:  # Unicorn's pc has moved on; the block ends before the
+                self._pc = self._prev[0] + self._prev[1]  # instruction it could not translate
+            uc.emu_stop()
+            return
         names = {1: "undefined instruction (UDF / HardFault)", 2: "SVC", 3: "prefetch abort", 4: "data abort",
                  7: "breakpoint (BKPT)", 8: "exception exit", 18: "invalid state (HardFault)",
                  19: "stack check failure", 21: "secure fault", 23: "lazy FP state failure"}
@@ -162,6 +208,8 @@ class UnicornDevice(LowLevelDevice):
 
     # -- execution ------------------------------------------------------------------------------
     def registers(self) -> dict[str, int]:
+        if self.riscv:
+            return {r: self.uc.reg_read(getattr(RV, f"UC_RISCV_REG_{r.upper()}")) for r in RV_REGS}
         return {r: self.uc.reg_read(getattr(A, f"UC_ARM_REG_{r.upper()}")) for r in REGS}
 
     def cost(self, edges: dict) -> Cost:
@@ -187,17 +235,26 @@ class UnicornDevice(LowLevelDevice):
             raise DeviceFault("the emulated device is closed")
         self._stop, self._limit = stop_addr & ~1, max_instructions if max_instructions is not None else 1 << 62
         self._marks, self._snaps = {m & ~1 for m in marks}, []
-        self._edges, self._prev, self._n, self._why, self._addr = {}, None, 0, None, None
-        uc.reg_write(A.UC_ARM_REG_SP, self.target.stack_top)
-        uc.reg_write(A.UC_ARM_REG_LR, stop_addr | 1)
+        self._edges, self._prev, self._n, self._why, self._addr, self._pc = {}, None, 0, None, None, None
+        if self.riscv:
+            uc.reg_write(RV.UC_RISCV_REG_SP, self.target.stack_top)
+            uc.reg_write(RV.UC_RISCV_REG_RA, stop_addr)
+        else:
+            uc.reg_write(A.UC_ARM_REG_SP, self.target.stack_top)
+            uc.reg_write(A.UC_ARM_REG_LR, stop_addr | 1)
         t0 = time.perf_counter()
         try:
-            uc.emu_start(func_addr | 1, self._stop, timeout=int(timeout_s * 1e6) if timeout_s else 0)
+            uc.emu_start(func_addr | self._thumb, self._stop, timeout=int(timeout_s * 1e6) if timeout_s else 0)
         except unicorn.UcError as e:
             bad = {unicorn.UC_ERR_INSN_INVALID: "undefined instruction (UDF or an instruction this CPU lacks)"}
+            if self.riscv and e.errno == unicorn.UC_ERR_INSN_INVALID:  # Unicorn ends EBREAK this way, no trap
+                at = uc.reg_read(RV.UC_RISCV_REG_PC)
+                insn = next(self._cs.disasm(bytes(uc.mem_read(at, 4)), at, 1), None)
+                ebreak = insn is not None and insn.mnemonic in ("ebreak", "c.ebreak")
+                bad[e.errno] = f"CPU exception {3 if ebreak else 2}: {RV_CAUSES[3 if ebreak else 2]}"
             self._why = self._why or bad.get(e.errno, f"emulator error: {e}")
         wall = time.perf_counter() - t0
-        pc = uc.reg_read(A.UC_ARM_REG_PC)
+        pc = self._pc if self._pc is not None else uc.reg_read(RV.UC_RISCV_REG_PC if self.riscv else A.UC_ARM_REG_PC)
         if self._why is None and pc != self._stop:
             self._why = f"timeout after {timeout_s} s" if timeout_s else "stopped before the stop address"
         if self._why is not None:

@@ -94,8 +94,11 @@ def window_low_read(sg: Subgraph, op: Operator) -> tuple[np.ndarray, int] | None
         fh, fw, dh, dw = f[1], f[2], o.dilation_h_factor, o.dilation_w_factor
     else:
         fh, fw, dh, dw = o.filter_height, o.filter_width, 1, 1
-    pt = _pad_before(o.padding, h, oh, o.stride_h, fh, dh)
-    pl = _pad_before(o.padding, w, ow, o.stride_w, fw, dw)
+    if op.explicit_padding is not None:  # a PAD folded in: the kernel pads as the PAD did
+        pt, pl = op.explicit_padding
+    else:
+        pt = _pad_before(o.padding, h, oh, o.stride_h, fh, dh)
+        pl = _pad_before(o.padding, w, ow, o.stride_w, fw, dw)
     rows = np.maximum(np.arange(oh) * o.stride_h - pt, 0)
     cols = np.maximum(np.arange(ow) * o.stride_w - pl, 0)
     pix = (np.arange(n)[:, None, None] * h * w + rows[None, :, None] * w + cols[None, None, :]).reshape(-1)

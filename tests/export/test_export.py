@@ -135,8 +135,8 @@ def test_bad_input_is_refused_before_writing(tmp_path: Path) -> None:
     with pytest.raises(export.ExportError, match="flash"):
         export.export(path_of("person_detect"), tmp_path / "b",
                       Target("small-flash", "cortex_m4", Region(0, 64 << 10), Region(0x2000_0000, 1 << 20)))
-    with pytest.raises(UnsupportedError, match="UNIDIRECTIONAL_SEQUENCE_LSTM"):
-        export.export(model_path("trained_lstm_int8"), tmp_path / "c")
+    with pytest.raises(UnsupportedError, match="WHILE"):  # control flow has no C kernel
+        export.export(path_of("lstm_keras3_while_float"), tmp_path / "c")
     with pytest.raises(MicronnError, match="host"):
         export.export(path_of("hello_world_int8"), tmp_path / "d", "host")
     with pytest.raises(export.ExportError, match="C identifier"):
@@ -151,3 +151,18 @@ def test_bad_input_is_refused_before_writing(tmp_path: Path) -> None:
         export.run(proj, [np.zeros((1, 2), np.int8)], device="host")
     with pytest.raises(MicronnError, match="exported for cortex-m4, not cortex-m7"):
         export.run(proj, device="cortex-m7")
+
+
+@needs_unicorn
+def test_risc_v_firmware(tmp_path: Path) -> None:
+    """The same project for RV32IMC: its own start-up code, same kernels (portable paths), same bytes."""
+    proj = export.export(path_of("keyword_scrambled"), tmp_path / "rv", "riscv32")
+    assert "startup_riscv.c" in proj.files and "startup_cortex_m.c" not in proj.files
+    res = export.run(proj)
+    assert res.identical and res.instructions > 0 and res.ram_bytes <= 12_000
+    assert res.sections[".text"]["address"] == 0x4200_0000  # the preset's flash
+    if qemu_available("riscv32-qemu"):
+        qemu = export.export(path_of("keyword_scrambled"), tmp_path / "rvq", "riscv32-qemu")
+        assert export.run(qemu).identical
+    with pytest.raises(MicronnError, match="gcc"):
+        export.run(proj, toolchain="gcc")

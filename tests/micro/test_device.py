@@ -28,11 +28,20 @@ ARM_FAULTS_C = r"""
 void t_bkpt(const void *a) { __asm__ volatile("bkpt #1"); }
 void t_udf(const void *a) { __asm__ volatile("udf #0"); }
 """
+# the same two faults on RISC-V: a breakpoint (EBREAK) and an illegal instruction (UNIMP)
+RISCV_FAULTS_C = r"""
+void t_bkpt(const void *a) { __asm__ volatile("ebreak"); }
+void t_udf(const void *a) { __asm__ volatile("unimp"); }
+"""
+FAULTS_C = {"arm": ARM_FAULTS_C, "riscv": RISCV_FAULTS_C}
 
 
-def kernels(tmp: Path, arm: bool = True) -> Path:
-    p = tmp / ("kernels_arm.c" if arm else "kernels.c")
-    p.write_text(KERNELS_C + (ARM_FAULTS_C if arm else ""))
+def kernels(tmp: Path, arm: bool | str = True) -> Path:
+    """The test kernels, with the faulting ones of an instruction set: ``arm`` True (Arm), an arch name ("arm",
+    "riscv") or False (none: the host)."""
+    arch = "arm" if arm is True else arm or None
+    p = tmp / f"kernels_{arch or 'portable'}.c"
+    p.write_text(KERNELS_C + (FAULTS_C[arch] if arch else ""))
     return p
 
 

@@ -23,6 +23,7 @@ import pytest
 
 import micronn
 from micronn.micro import lower
+from micronn.micro.toolchain import LIBCALLS_RISCV
 from micronn.testing import T, op_model, random_inputs
 from micronn.tflite import schema
 
@@ -269,26 +270,32 @@ def test_single_ops(lib: ctypes.CDLL, case: str, planner: str) -> None:
         check_ops(lib, it, random_inputs(it.model, seed=seed))
 
 
-# ---- freestanding on a Cortex-M4 ---------------------------------------------------------------------------------
+# ---- freestanding on a Cortex-M4 and an RV32 ------------------------------------------------------------------
 
 
-def test_kernels_cross_compile_freestanding(tmp_path: Path) -> None:
-    """Each kernel builds for a Cortex-M4 with zig as freestanding C, defines the symbols the lowering emits and
-    needs nothing but memcpy, memset and the ARM EABI helpers."""
+@pytest.mark.parametrize("target,cpu", [("thumb-freestanding-eabi", "cortex_m4"),
+                                        ("riscv32-freestanding-none", "generic_rv32+m+c")])
+def test_kernels_cross_compile_freestanding(tmp_path: Path, target: str, cpu: str) -> None:
+    """Each kernel builds for a Cortex-M4 (its DSP paths) and an RV32IMC (the portable paths: an Arm builtin
+    reached there would not compile) with zig as freestanding C, defines the symbols the lowering emits and needs
+    nothing but memcpy, memset and the soft-float / 64-bit helpers the runtime carries (EABI names on Arm,
+    compiler-rt names on RISC-V)."""
     pytest.importorskip("ziglang")
     elffile = pytest.importorskip("elftools.elf.elffile")
     wanted = set(re.findall(r'"(mn_\w+)"', inspect.getsource(lower)))  # every kernel a lowering can emit
     defined: set[str] = set()
     for src in lower.sources():
         obj = tmp_path / f"{src.stem}.o"
-        subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", "thumb-freestanding-eabi",
-                        "-mcpu=cortex_m4", "-O2", "-ffreestanding", "-fno-builtin", "-std=c99", "-Wall", "-Wextra",
-                        "-Werror", "-Wno-vla", f"-I{lower.include_dir()}", "-c", str(src), "-o", str(obj)],
+        subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", target, f"-mcpu={cpu}", "-O2",
+                        "-ffreestanding", "-fno-builtin", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wno-vla",
+                        f"-I{lower.include_dir()}", "-c", str(src), "-o", str(obj)],
                        check=True, capture_output=True, timeout=120)
         with obj.open("rb") as f:
             symbols = list(elffile.ELFFile(f).get_section_by_name(".symtab").iter_symbols())
         undefined = {s.name for s in symbols if s.name and s["st_shndx"] == "SHN_UNDEF"}
-        assert not {u for u in undefined if u not in ("memcpy", "memset") and not u.startswith("__aeabi_")}, src.name
+        helpers = {u for u in undefined if u not in ("memcpy", "memset")}
+        allowed = set(LIBCALLS_RISCV) if cpu.startswith("generic_rv32") else {u for u in helpers if "__aeabi_" in u}
+        assert helpers <= allowed, src.name  # RV32: only compiler-rt helpers the runtime carries
         defined |= {s.name for s in symbols if s["st_info"]["bind"] == "STB_GLOBAL" and s["st_shndx"] != "SHN_UNDEF"}
     assert len(wanted) >= 13 and wanted <= defined
 

@@ -1,4 +1,4 @@
-"""Misuse and misbehaving code on the emulated Cortex-M4 end in a micronn exception, never a Python or emulator
+"""Misuse and misbehaving code on the emulated Cortex-M4 and RV32 end in a micronn exception, never a Python or emulator
 error and never a hang: faults (unmapped reads, writes and jumps, stack overflow), runaway loops under both limits,
 a closed session, and calls with the wrong arguments. The session stays usable after each fault."""
 
@@ -28,11 +28,11 @@ X = np.arange(-50, 50, dtype=np.int8)
 LIMIT = 20_000_000  # instructions: far more than any test kernel's honest work, and enough to overflow the stack
 
 
-@pytest.fixture(scope="module")
-def sess(tmp_path_factory):
+@pytest.fixture(scope="module", params=["cortex-m4", "riscv32"])
+def sess(request, tmp_path_factory):
     src = tmp_path_factory.mktemp("k") / "misbehaving.c"
     src.write_text(KERNELS_C + MISBEHAVING_C)
-    with Session("cortex-m4", max_instructions=LIMIT, timeout_s=60) as s:
+    with Session(request.param, max_instructions=LIMIT, timeout_s=60) as s:
         s.mod = s.load_module([src])
         s.x, s.o = s.array(X), s.empty(X.shape, np.int8)
         yield s
@@ -48,7 +48,7 @@ def usable(sess) -> None:
 
 
 @pytest.mark.parametrize("kernel, args, match", [
-    ("t_peek", (0x6000_0000, 0x2000_0000), "read of unmapped memory.*address 0x60000000"),
+    ("t_peek", (0x6000_0000, 0x7000_0000), "read of unmapped memory.*address 0x60000000"),
     ("t_poke", (0xFFFF_FFF0,), "write to unmapped memory"),
     ("t_jump", (0x6000_0001,), "fetch from unmapped memory|unmapped"),
     ("t_recurse", (1,), "write to unmapped memory"),  # the stack overflowed RAM's bottom

@@ -9,10 +9,12 @@ import pytest
 
 from micronn import Interpreter
 from micronn.cli import main
+from micronn.errors import MicronnError
 from micronn.ir import random_inputs
 from micronn.micro.gdb import qemu_available
 from micronn.micro.runtime import DeviceModel, run_model
-from micronn.micro.session import Session
+from micronn.micro.session import Session, SessionError
+from micronn.micro.toolchain import ToolchainError
 from micronn.models import bundled_model
 from micronn.testing import T, op_model
 from micronn.tflite import schema
@@ -37,10 +39,16 @@ def expected(model: bytes, xs: list[np.ndarray]) -> list[np.ndarray]:
     return [it.get_output(i) for i in range(len(it.model.main.outputs))]
 
 
-def test_person_detect_on_emulated_m4_is_byte_identical():
+needs_qemu_riscv = pytest.mark.skipif(not qemu_available("riscv32-qemu"), reason="qemu-system-riscv32 is not "
+                                      "installed (apt-get install qemu-system-misc)")
+needs_qemu_arm = pytest.mark.skipif(not qemu_available(), reason="qemu-system-arm is not installed")
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "riscv32"])
+def test_person_detect_on_emulated_core_is_byte_identical(target):
     model = bundled_model("person_detect")
     xs = random_inputs(Interpreter(model).model, 3)
-    res = run_model(model, "cortex-m4", xs, profile=True)
+    res = run_model(model, target, xs, profile=True)
     (y,), (want,) = res["outputs"], expected(model, xs)
     assert y.tobytes() == want.tobytes()
     ops = res["ops"]
@@ -50,8 +58,20 @@ def test_person_detect_on_emulated_m4_is_byte_identical():
     assert sum(o["counts"]["load"] for o in ops) > 0
 
 
-@pytest.mark.parametrize("target", ["host", "cortex-m0", pytest.param("qemu-m4", marks=pytest.mark.skipif(
-    not qemu_available(), reason="qemu-system-arm is not installed"))])
+@pytest.mark.parametrize("model,target", [("keyword_scrambled", "riscv32"),
+                                          pytest.param("keyword_scrambled", "riscv32-qemu", marks=needs_qemu_riscv),
+                                          pytest.param("person_detect", "riscv32-qemu", marks=needs_qemu_riscv)])
+def test_models_on_riscv_are_byte_identical(model, target):
+    """The kernels' portable paths on RV32: under Unicorn (counted) and on QEMU's virt board (not counted)."""
+    m = bundled_model(model)
+    xs = random_inputs(Interpreter(m).model, 5)
+    res = run_model(m, target, xs)
+    assert [y.tobytes() for y in res["outputs"]] == [y.tobytes() for y in expected(m, xs)]
+    assert res["device"] == target and (res["instructions"] is None) == target.endswith("qemu")
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m0", "riscv32", pytest.param("qemu-m4", marks=needs_qemu_arm),
+                                    pytest.param("riscv32-qemu", marks=needs_qemu_riscv)])
 def test_conv_on_every_backend(target):
     model = conv()
     xs = random_inputs(Interpreter(model).model, 1)
@@ -81,10 +101,34 @@ def test_cli_run_device_and_devices(tmp_path, capsys):
     assert "CONV_2D" in capsys.readouterr().out
     assert main(["devices", "--json"]) == 0
     names = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
-    assert {"cortex-m4", "cortex-m7", "cortex-m33", "cortex-m0", "qemu-m4", "host"} <= set(names)
+    assert {"cortex-m4", "cortex-m7", "cortex-m33", "cortex-m0", "qemu-m4", "riscv32", "riscv32-qemu", "host"} \
+        <= set(names)
     assert names["cortex-m4"]["available"] and names["qemu-m4"]["available"] == qemu_available()
-    assert main(["run", str(path), "--device", "cortex-m99"]) == 1
-    assert "unknown target" in capsys.readouterr().err
+    assert names["riscv32"]["available"] and names["riscv32"]["backend"] == "unicorn"
+    assert names["riscv32-qemu"]["backend"] == "qemu virt" and "qemu-riscv32" not in names
+    assert names["riscv32-qemu"]["available"] == qemu_available("riscv32-qemu")
+    assert main(["run", str(path), "--device", "riscv32", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["device"] == "riscv32" and res["instructions"] > 0
+    for bad, why in (("cortex-m99", "unknown target"), ("qemu-riscv32", "riscv32-qemu is the RISC-V preset")):
+        assert main(["run", str(path), "--device", bad]) == 1
+        err = capsys.readouterr().err
+        assert why in err and "Traceback" not in err
+
+
+def test_model_too_large_for_the_device_is_a_clear_error():
+    """A 400 KiB input does not fit the ESP32-C3-sized RAM (400 KiB in all), but does the MPS2 boards' 4 MiB."""
+    model = conv(h=160, cin=16, cout=4, k=1)
+    with pytest.raises(SessionError, match="arena needs [0-9,]+ bytes of RAM; riscv32 has [0-9,]+ free") as e:
+        run_model(model, "riscv32")
+    assert isinstance(e.value, MicronnError)
+    with Session("cortex-m4") as sess:
+        assert DeviceModel(model, sess).arena_size > 400 << 10
+
+
+def test_arm_only_toolchain_is_refused_for_riscv():
+    with pytest.raises(ToolchainError, match="builds for Arm only"):
+        run_model(conv(h=4), "riscv32", toolchain="gcc")
 
 
 def _dsp_cases() -> dict[str, bytes]:
@@ -102,11 +146,13 @@ def _dsp_cases() -> dict[str, bytes]:
     }
 
 
+@pytest.mark.parametrize("target", ["cortex-m4", "riscv32"])
 @pytest.mark.parametrize("case", list(_dsp_cases()))
-def test_dsp_kernels_on_m4_match_the_interpreter(case):
-    """The Cortex-M4 build takes the SMLAD/SXTB16 paths of the conv, depthwise and FC kernels (the host and M0
-    builds take the portable loops): padding-cut windows, zero points at the extremes, groups, dilation, strides."""
+def test_dsp_kernels_on_m4_match_the_interpreter(case, target):
+    """The Cortex-M4 build takes the SMLAD/SXTB16 paths of the conv, depthwise and FC kernels (the host, M0 and
+    RV32 builds take the portable loops): padding-cut windows, zero points at the extremes, groups, dilation,
+    strides."""
     model = _dsp_cases()[case]
     xs = random_inputs(Interpreter(model).model, 1)
-    (y,) = run_model(model, "cortex-m4", xs)["outputs"]
+    (y,) = run_model(model, target, xs)["outputs"]
     assert y.tobytes() == expected(model, xs)[0].tobytes()

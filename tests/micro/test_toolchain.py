@@ -36,3 +36,23 @@ def test_missing_toolchain(monkeypatch):
     monkeypatch.setenv("CC", "no-such-cc")
     with pytest.raises(ToolchainError, match="no host C compiler"):
         find_toolchain(get_target("host"))
+
+
+def test_riscv_builds_with_zig_only(tmp_path):
+    pytest.importorskip("ziglang")
+    elffile = pytest.importorskip("elftools.elf.elffile")
+    tc = find_toolchain(get_target("riscv32"))
+    assert tc.arch == "riscv" and "riscv32-freestanding-none" in tc.flags and "-mcpu=generic_rv32+m+c" in tc.flags
+    src = tmp_path / "k.c"
+    src.write_text("long long k(long long a, long long b) { return a / b; }\n")
+    (obj,) = tc.compile([src])
+    with obj.open("rb") as f:
+        elf = elffile.ELFFile(f)
+        undefined = {s.name for s in elf.get_section_by_name(".symtab").iter_symbols()
+                     if s.name and s["st_shndx"] == "SHN_UNDEF"}
+        assert elf["e_machine"] == "EM_RISCV" and elf.elfclass == 32
+    assert undefined == {"__divdi3"}  # compiler-rt's name, which the runtime pulls in (LIBCALLS_RISCV)
+    with pytest.raises(ToolchainError, match="builds for Arm only.*riscv32 is RISC-V"):
+        find_toolchain(get_target("riscv32"), "gcc")
+    with pytest.raises(ToolchainError, match="unknown toolchain 'clang'"):
+        find_toolchain(get_target("riscv32-qemu"), "clang")

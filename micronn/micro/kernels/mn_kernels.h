@@ -22,6 +22,12 @@ void *memset(void *dst, int c, size_t n);
 #define MN_I(k) ((int32_t)args[k])             /* word k as a signed int32 */
 #define MN_P(type, k) ((type *)args[k])        /* word k as a pointer */
 
+/* Storage of spilled tensors (TinySeg's Spill/Fetch), reached only through a function whose address comes in an
+ * argument word (lower.StorageRef): copies n bytes between buf and byte `offset` of the object stored under `id`
+ * (write 1: into storage), returns 0 on success. Kernels stop at the first non-zero return (no error channel yet). */
+typedef int (*mn_storage_fn)(uint32_t id, uint32_t offset, void *buf, uint32_t n, uint32_t write);
+#define MN_STORAGE(k) ((mn_storage_fn)args[k]) /* word k as the storage function */
+
 static inline int32_t mn_min(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t mn_max(int32_t a, int32_t b) { return a > b ? a : b; }
 static inline int32_t mn_clamp(int32_t x, int32_t lo, int32_t hi) { return x < lo ? lo : x > hi ? hi : x; }

@@ -1,6 +1,7 @@
 /* micronn's device runtime: a task loop the host fills and starts, plus the C helpers a freestanding
  * toolchain expects (memcpy/memset and the ARM EABI run-time helpers). Compiled with -ffreestanding
- * -fno-builtin so the helpers do not turn into calls to themselves.
+ * -fno-builtin so the helpers do not turn into calls to themselves. Start-up, stop and fault code differs per
+ * architecture (Cortex-M: a vector table; RISC-V: mn_init points the trap vector at mn_fault); the rest is C.
  *
  * The host writes up to MN_MAX_TASKS {function, argument words} pairs into mn_tasks and their count into
  * mn_num_tasks, points the stack pointer at the top of RAM, the link register at mn_done and the program
@@ -51,6 +52,16 @@ __attribute__((section(".vectors"), used)) void *const mn_vectors[48] = {
     (void *)mn_fault, (void *)mn_fault, (void *)mn_fault, (void *)mn_fault, (void *)mn_fault, (void *)mn_fault,
     (void *)mn_fault, (void *)mn_fault, (void *)mn_fault, (void *)mn_fault,
 };
+#elif defined(__riscv)
+/* RISC-V has no vector table: every trap enters at the address in the mtvec CSR (direct mode: its low two bits
+ * 0, so mn_fault is 4-byte aligned). The host runs mn_init once after loading and after every reset. */
+__attribute__((naked, noreturn)) void mn_done(void) { __asm__ volatile("1: j 1b"); }
+__attribute__((naked, noreturn, aligned(4))) void mn_fault(void) { __asm__ volatile("1: j 1b"); }
+void mn_init(void) { __asm__ volatile("csrw mtvec, %0" ::"r"(mn_fault)); }
+/* The ELF entry, for a board that boots the image by itself: stack, trap vector, one (empty) task run, stop. */
+__attribute__((naked, noreturn)) void mn_reset(void) {
+    __asm__ volatile("la sp, __stack_top\n call mn_init\n call mn_run\n1: j 1b");
+}
 #else
 void mn_done(void) {}
 void mn_fault(void) {}
