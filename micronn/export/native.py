@@ -28,6 +28,8 @@ from micronn.micro.toolchain import cache_dir, find_toolchain
 from micronn.tflite.reader import Source, read
 
 PREFIX = "mn_native"
+# this machine's vector units, without contracting float multiply-adds (the reference rounds each operation)
+FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
 
 
 def _library(files: dict[str, str]) -> Path:
@@ -42,7 +44,7 @@ def _library(files: dict[str, str]) -> Path:
             os.rename(tmp, src)  # atomic: concurrent builders agree
         except OSError:  # another process made it first
             shutil.rmtree(tmp, ignore_errors=True)
-    return find_toolchain(get_target("host")).shared_object(sorted(src.glob("*.c")), [src], ["-O3"])
+    return find_toolchain(get_target("host")).shared_object(sorted(src.glob("*.c")), [src], FLAGS)
 
 
 class NativeModel:

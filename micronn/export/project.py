@@ -13,6 +13,7 @@ from micronn.export.codegen import ExportError, IoInfo, Program, generate
 from micronn.interpreter import Interpreter
 from micronn.ir import Model
 from micronn.micro.target import Target, get_target
+from micronn.micro.toolchain import RUNTIME_DIR
 from micronn.tflite.reader import Source, read
 from micronn.tflite.writer import write
 
@@ -200,7 +201,8 @@ def export(model: Model | Source, out: str | os.PathLike, target: str | Target =
     try:
         path.mkdir(parents=True, exist_ok=True)
         files = dict(prog.files)
-        for name in ("mn_libc.c", startup_file(t), "main.c"):
+        files["mn_libc.c"] = (RUNTIME_DIR / "mn_runtime_libc.c").read_text()  # the device runtime's own helpers
+        for name in (startup_file(t), "main.c"):
             text = (PROJECT / name).read_text()
             files[name] = text.replace('"model.h"', f'"{prefix}.h"').replace("model_", f"{prefix}_") \
                 if name == "main.c" else text

@@ -7,8 +7,10 @@ compilers in ``toolchain``, whole models in ``runtime``. Emulator and compiler i
 from micronn.micro import (
     lower_elementwise,  # noqa: F401  (registers its lowerings)
     lower_f32,  # noqa: F401  (registers its lowerings)
+    lower_lstm,  # noqa: F401  (registers its lowerings)
     lower_s16,  # noqa: F401  (registers its lowerings)
     lower_signal,  # noqa: F401  (registers its lowerings)
+    lower_tinyseg,  # noqa: F401  (registers its lowerings)
 )
 from micronn.micro.device import Cost, DeviceFault, ExecResult, LowLevelDevice
 from micronn.micro.runtime import DeviceModel, devices, run_model

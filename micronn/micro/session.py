@@ -213,7 +213,8 @@ class Session:
                                 timeout_s=self.timeout_s)
 
     def _load_runtime(self) -> None:
-        src = [RUNTIME_DIR / "mn_runtime.c"]
+        # the C library helpers only where there is no C library (the host has one)
+        src = [RUNTIME_DIR / "mn_runtime.c"] + ([] if self.target.native else [RUNTIME_DIR / "mn_runtime_libc.c"])
         flags = ["-ffreestanding", "-fno-builtin", f"-DMN_MAX_TASKS={self.max_tasks}"]
         if self.target.native:
             self.runtime = self.device.load_library(self.toolchain.shared_object(src, flags=flags))

@@ -24,10 +24,14 @@ from micronn.micro.target import Region
 ROOT = Path(__file__).resolve().parents[2]
 TEST_MODELS = ROOT / "tests" / "models"
 # every model whose operators all have C kernels: each must export and run byte-identically
-FIRMWARE = ["hello_world_int8", "keyword_scrambled", "micro_speech_quantized", "person_detect", "tiny_unet",
-            "tiny_unet_static", "anomaly_autoencoder_int8", "unet_wide_int8", "vww_mobilenet_96x96x3_int8"]
-EMULATED = ["hello_world_int8", "keyword_scrambled", "micro_speech_quantized", "person_detect",
-            "anomaly_autoencoder_int8"]
+FIRMWARE = ["audio_preprocessor_int8", "hello_world_float", "hello_world_int8", "keyword_scrambled",
+            "micro_speech_quantized", "person_detect", "tiny_unet", "tiny_unet_static", "trained_lstm_int8",
+            "anomaly_autoencoder_int8", "float_cnn", "kws_ds_cnn_int16x8", "lstm_float", "lstm_int8",
+            "mobilenet_v2_pad_int8", "resnet_tiny_int8", "unet_wide_int8", "vnet_like_int8",
+            "vww_mobilenet_96x96x3_int8"]
+EMULATED = ["audio_preprocessor_int8", "hello_world_float", "hello_world_int8", "keyword_scrambled",
+            "micro_speech_quantized", "person_detect", "trained_lstm_int8", "anomaly_autoencoder_int8",
+            "kws_ds_cnn_int16x8", "lstm_int8"]
 needs_unicorn = pytest.mark.skipif(importlib.util.find_spec("unicorn") is None, reason="unicorn is not installed")
 
 
@@ -84,6 +88,20 @@ def test_figures_of_the_issue(tmp_path: Path) -> None:
     assert abs(pd.instructions - hosted["instructions"]) <= 0.05 * hosted["instructions"]
     kw = export.run(export.export(path_of("keyword_scrambled"), tmp_path / "kw"))
     assert kw.identical and kw.ram_bytes <= 12_000, kw
+
+
+@needs_unicorn
+def test_tinyseg_firmware_spills_to_the_projects_storage(tmp_path: Path) -> None:
+    """tiny_unet with TinySeg's plan: spilled tensors go through model_storage() into the STORAGE region, and the
+    firmware's RAM falls from the plain export's 230 KB to at most 120,000 B, outputs unchanged."""
+    proj = export.export(path_of("tiny_unet"), tmp_path / "tu", optimize=True)
+    assert proj.storage_bytes > 0 and "model_storage.c" in proj.files
+    assert "int model_storage(uint32_t id" in (proj.path / "model.h").read_text()
+    assert export.run(proj, device="host").identical
+    res = export.run(proj)
+    assert res.identical and res.ram_bytes <= 120_000, res
+    assert res.sections[".storage"]["bytes"] == proj.storage_bytes  # outside RAM and flash
+    assert res.flash_bytes < res.sections[".storage"]["address"] - 0x0
 
 
 @needs_unicorn

@@ -27,15 +27,6 @@ static inline void valid_taps(int origin, int dilation, int size, int taps, int 
     *hi = size - origin <= 0 ? 0 : mn_min(taps, (size - origin + dilation - 1) / dilation);
 }
 
-/* TFLM's MultiplyByQuantizedMultiplier(int64, ...) with the Q15 multiplier and total shift precomputed, wrapping
- * like the Python reference's int64 arithmetic (and its out-of-range shifts), truncated to int32. */
-static inline int32_t requant_q15(uint64_t acc, int32_t q15, int32_t total) {
-    uint64_t v = acc * (uint64_t)(int64_t)q15;
-    if (total >= 1 && total <= 64) v += (uint64_t)1 << (total - 1);
-    const int64_t s = (int64_t)v;
-    return (int32_t)(total >= 0 && total < 64 ? s >> total : s < 0 ? -1 : 0);
-}
-
 /* Four output channels whose filters lie `stride` bytes apart: acc[j] + sum x[i] * w_j[i], each x loaded once for
  * the four. uint32 sums: exact where the lowering proved they fit int32, else wrapped like TFLM's int32. */
 static inline void dot4(const int16_t *x, const int8_t *w, int stride, int n, uint32_t *acc) {
@@ -70,7 +61,7 @@ static inline int16_t output(uint64_t acc, int64_t bias, int32_t mult, int32_t s
                              int32_t hi) {
     int32_t y;
     if (requant32) y = mn_mbqm((int32_t)(uint32_t)(acc + (uint64_t)bias), mult, shift);
-    else y = requant_q15(acc + (uint64_t)bias, mult, shift);
+    else y = mn_requant_q15(acc + (uint64_t)bias, mult, shift);
     return (int16_t)mn_clamp(y, lo, hi);
 }
 

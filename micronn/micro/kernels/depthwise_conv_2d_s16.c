@@ -24,15 +24,6 @@ static inline void valid_taps(int origin, int dilation, int size, int taps, int 
     *hi = size - origin <= 0 ? 0 : mn_min(taps, (size - origin + dilation - 1) / dilation);
 }
 
-/* TFLM's MultiplyByQuantizedMultiplier(int64, ...) with the Q15 multiplier and total shift precomputed, wrapping
- * like the Python reference's int64 arithmetic (and its out-of-range shifts), truncated to int32. */
-static inline int32_t requant_q15(uint64_t acc, int32_t q15, int32_t total) {
-    uint64_t v = acc * (uint64_t)(int64_t)q15;
-    if (total >= 1 && total <= 64) v += (uint64_t)1 << (total - 1);
-    const int64_t s = (int64_t)v;
-    return (int32_t)(total >= 0 && total < 64 ? s >> total : s < 0 ? -1 : 0);
-}
-
 /* Four adjacent channels (depth multiplier 1) summed over rows x cols taps, in int32 (the lowering proved the
  * sums fit). */
 static inline void taps4(const int16_t *x, const int8_t *w, int rows, int cols, int x_step, int x_row, int w_step,
@@ -86,7 +77,7 @@ void mn_depthwise_conv_2d_s16(const mn_word *args) {
                     int32_t acc[4];
                     taps4(x_first + oc, w_first + oc, rows, cols, x_step, x_row, w_step, w_row, acc);
                     for (int i = 0; i < 4; i++)
-                        o[oc + i] = (int16_t)mn_clamp(requant_q15((uint64_t)(int64_t)acc[i] + (uint64_t)bias[oc + i],
+                        o[oc + i] = (int16_t)mn_clamp(mn_requant_q15((uint64_t)(int64_t)acc[i] + (uint64_t)bias[oc + i],
                                                                   mult[oc + i], shift[oc + i]), lo, hi);
                 }
                 for (; oc < out_c; oc++) {
@@ -104,7 +95,7 @@ void mn_depthwise_conv_2d_s16(const mn_word *args) {
                             for (int k = 0; k < cols; k++) a += xr[k * x_step] * wr[k * w_step];
                         acc = (uint64_t)(int64_t)a;
                     }
-                    o[oc] = (int16_t)mn_clamp(requant_q15(acc + (uint64_t)bias[oc], mult[oc], shift[oc]), lo, hi);
+                    o[oc] = (int16_t)mn_clamp(mn_requant_q15(acc + (uint64_t)bias[oc], mult[oc], shift[oc]), lo, hi);
                 }
                 if (stage) memcpy(out + (((size_t)b * out_h + oy) * out_w + ox) * out_c, staged, sizeof(int16_t) * out_c);
             }

@@ -9,15 +9,6 @@
 
 enum { OUT, IN, WEIGHTS, BIAS_FULL, MULT, SHIFT, BATCHES, DEPTH, UNITS, OUT_ZP, ACT_MIN, ACT_MAX, WIDE };
 
-/* TFLM's MultiplyByQuantizedMultiplier(int64, ...) with the Q15 multiplier and total shift precomputed, wrapping
- * like the Python reference's int64 arithmetic (and its out-of-range shifts), truncated to int32. */
-static inline int32_t requant_q15(uint64_t acc, int32_t q15, int32_t total) {
-    uint64_t v = acc * (uint64_t)(int64_t)q15;
-    if (total >= 1 && total <= 64) v += (uint64_t)1 << (total - 1);
-    const int64_t s = (int64_t)v;
-    return (int32_t)(total >= 0 && total < 64 ? s >> total : s < 0 ? -1 : 0);
-}
-
 void mn_fully_connected_s16(const mn_word *args) {
     int16_t *out = MN_P(int16_t, OUT);
     const int16_t *in = MN_P(const int16_t, IN);
@@ -42,7 +33,7 @@ void mn_fully_connected_s16(const mn_word *args) {
                 for (int d = 0; d < depth; d++) a += x[d] * w[d];
                 acc = (uint64_t)(int64_t)a;
             }
-            o[u] = (int16_t)mn_add_clamp(requant_q15(acc + (uint64_t)bias_full[u], mult[u], shift[u]), out_zp, lo, hi);
+            o[u] = (int16_t)mn_add_clamp(mn_requant_q15(acc + (uint64_t)bias_full[u], mult[u], shift[u]), out_zp, lo, hi);
         }
     }
 }

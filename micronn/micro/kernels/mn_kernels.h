@@ -265,4 +265,13 @@ static inline int8_t mn_requant_s8(int32_t acc, int32_t mult, int32_t shift, int
     return (int8_t)mn_add_clamp(y, zp, lo, hi);
 }
 
+/* TFLM's MultiplyByQuantizedMultiplier(int64, ...) with the Q15 multiplier and total shift precomputed, wrapping
+ * like the Python reference's int64 arithmetic (and its out-of-range shifts), truncated to int32. */
+static inline int32_t mn_requant_q15(uint64_t acc, int32_t q15, int32_t total) {
+    uint64_t v = acc * (uint64_t)(int64_t)q15;
+    if (total >= 1 && total <= 64) v += (uint64_t)1 << (total - 1);
+    const int64_t s = (int64_t)v;
+    return (int32_t)(total >= 0 && total < 64 ? s >> total : s < 0 ? -1 : 0);
+}
+
 #endif
