@@ -1,6 +1,6 @@
 """Instructions and estimated cycles of whole models and two standing convolutions on an emulated Cortex-M and RV32.
 
-    python benchmarks/device.py [--target cortex-m4] [--vs riscv32] [--json]
+    python benchmarks/device.py [--target cortex-m4] [--vs riscv32] [--tuning-log LOG] [--json]
 
 Models: per-op and total figures for person_detect and keyword_scrambled beside the TFLM paper's (reference
 kernels on a Cortex-M4: 18,990.8K cycles for person detection, 45.1K for the hotword model). Kernels: the μTVM
@@ -10,6 +10,12 @@ thesis's CIFAR-10 convolutions (int8, SAME, stride 1; A: 32x32x3 input, 5x5x3x32
 Then the same runs on ``--vs`` (default riscv32, an RV32IMC costed as a SiFive E31; ``--vs ''`` skips it) side by
 side with ``--target``, per layer type over both models and per CIFAR kernel: instructions, instructions per MAC
 and estimated cycles (each core's own cost table, see micronn/micro/target.py).
+
+With ``--tuning-log`` (``micronn tune``; person_detect's is micronn/micro/tuned/person_detect_cortex-m4.json), both
+models run again on ``--target`` with the log applied, outputs checked byte for byte against micronn's interpreter,
+and instructions/MAC per layer type (1x1 convolutions apart from the other CONV_2Ds) print untuned beside tuned,
+with the goal figures of the autotuning work: CMSIS-NN's instructions/MAC on the emulated Cortex-M4 as the project
+states them (not measured here: no CMSIS-NN build runs in this benchmark).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import numpy as np
 
 from micronn import Interpreter
 from micronn.ir import op_macs, random_inputs
+from micronn.micro import tune
 from micronn.micro.runtime import run_model
 from micronn.models import bundled_model
 from micronn.testing import T, op_model
@@ -40,6 +47,9 @@ def cifar_conv(h: int, cin: int, cout: int, k: int = 5) -> bytes:
 
 
 CIFAR = {"cifar10_conv_A": (32, 3, 32), "cifar10_conv_B": (8, 32, 64)}
+# CMSIS-NN on the emulated Cortex-M4, instructions per MAC, as the project's autotuning goal states them
+CMSIS_NN = {"CONV_2D 1x1": 2.83, "person_detect": 3.77}
+POINTWISE = "CONV_2D 1x1"
 
 
 def measure(target: str) -> dict:
@@ -93,14 +103,71 @@ def side_by_side(targets: list[str], layers: dict[str, dict], kernels: dict[str,
     return lines
 
 
+def tuned_figures(target: str, log: str, untuned: dict) -> dict:
+    """Both models with the tuning log applied: per layer type (1x1 convolutions apart) untuned and tuned
+    instructions and MACs, per-model totals, and whether every output byte matches the interpreter."""
+    rows: dict[str, dict] = {}
+    models: dict[str, dict] = {}
+    for name in PAPER_CYCLES:
+        m = bundled_model(name)
+        it = Interpreter(m)
+        it.allocate_tensors()
+        xs = random_inputs(it.model, 0)
+        pointwise = {op for op, _, _ in tune.layers(it)}
+        res = run_model(m, target, xs, profile=True, tuning_log=log)
+        ref = Interpreter(m)
+        ref.allocate_tensors()
+        for i, x in enumerate(xs):
+            ref.set_input(x, i)
+        ref.invoke()
+        same = all(np.array_equal(y, ref.get_output(i)) for i, y in enumerate(res["outputs"]))
+        before = {o["index"]: o for o in untuned["models"][name]["ops"]}
+        macs = 0
+        for o in res["ops"]:
+            kind = POINTWISE if o["index"] in pointwise else o["op"]
+            d = rows.setdefault(kind, {"ops": 0, "macs": 0, "untuned": 0, "tuned": 0})
+            d["ops"] += 1
+            d["macs"] += before[o["index"]]["macs"]
+            d["untuned"] += before[o["index"]]["instructions"]
+            d["tuned"] += o["instructions"]
+            macs += before[o["index"]]["macs"]
+        models[name] = {"macs": macs, "untuned": untuned["models"][name]["instructions"],
+                        "tuned": res["instructions"], "identical": same, "tuned_layers": len(res["tuned"])}
+    return {"log": log, "layer_types": dict(sorted(rows.items(), key=lambda kv: -kv[1]["untuned"])),
+            "models": models}
+
+
+def tuned_lines(target: str, t: dict) -> list[str]:
+    per = lambda n, macs: format(n / macs, ".2f") if macs else "-"  # noqa: E731
+    head = (f"{'layer type':<22} {'ops':>4} {'MACs':>12} | {'untuned instr':>14} {'instr/MAC':>9} | "
+            f"{'tuned instr':>14} {'instr/MAC':>9} | {'CMSIS-NN instr/MAC':>18}")
+    lines = [f"\n{target} (emulated) with tuning log {t['log']}, per layer type over {' and '.join(PAPER_CYCLES)}:",
+             head, "-" * len(head)]
+    for kind, d in t["layer_types"].items():
+        goal = CMSIS_NN.get(kind)
+        lines.append(f"{kind:<22} {d['ops']:>4} {d['macs']:>12,} | {d['untuned']:>14,} "
+                     f"{per(d['untuned'], d['macs']):>9} | {d['tuned']:>14,} {per(d['tuned'], d['macs']):>9} | "
+                     f"{goal if goal else '-':>18}")
+    for name, d in t["models"].items():
+        goal = CMSIS_NN.get(name)
+        lines.append(f"  {name}: {d['untuned']:,} -> {d['tuned']:,} instructions, {per(d['untuned'], d['macs'])} -> "
+                     f"{per(d['tuned'], d['macs'])} instr/MAC" + (f" (CMSIS-NN {goal})" if goal else "")
+                     + f"; {d['tuned_layers']} layers tuned; outputs identical to the interpreter: "
+                     + ("yes" if d["identical"] else "NO"))
+    return lines
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--target", default="cortex-m4")
     p.add_argument("--vs", default="riscv32", help="a second target to compare per layer type ('' for none)")
+    p.add_argument("--tuning-log", help="also run with this tuning log applied (micronn tune) and compare")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
     first = measure(a.target)
     report: dict = {"target": a.target, **first}
+    if a.tuning_log:
+        report["tuned"] = tuned_figures(a.target, a.tuning_log, first)
     targets = [a.target] + ([a.vs] if a.vs and a.vs != a.target else [])
     measured = {a.target: first} | {t: measure(t) for t in targets[1:]}
     layers = {t: by_layer_type(m) for t, m in measured.items()}
@@ -130,6 +197,8 @@ def main() -> None:
             tot = measured[t]["models"]
             print(f"  {t}: " + ", ".join(f"{k} {v['instructions']:,} instr / ~{v['cycles']:,.0f} cycles"
                                          for k, v in tot.items()))
+    if a.tuning_log:
+        print("\n".join(tuned_lines(a.target, report["tuned"])))
 
 
 if __name__ == "__main__":

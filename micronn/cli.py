@@ -171,6 +171,23 @@ def cmd_export(a: argparse.Namespace) -> Any:
     return None
 
 
+def cmd_tune(a: argparse.Namespace) -> Any:
+    from micronn.micro import tune
+
+    check_writable(a.output)
+    res = tune.tune_model(a.model, a.target, trials=a.trials, log=a.output, seed=a.seed)
+    if a.json:
+        return {k: v for k, v in res.items() if k != "records"}
+    rows = [[lay["key"].split(":", 1)[1], ",".join(map(str, lay["layers"])), f"{lay['macs']:,}",
+             "-" if lay["baseline_instructions"] is None else f"{lay['baseline_instructions'] / lay['macs']:.2f}",
+             "-" if lay["best_instructions"] is None else f"{lay['best_instructions'] / lay['macs']:.2f}",
+             lay["measured"], json.dumps(lay["best_config"]) if lay["best_config"] else "-"]
+            for lay in res["layers"]]
+    print(_table(rows, ["shape", "ops", "MACs", "generic instr/MAC", "tuned instr/MAC", "measured", "best config"]))
+    print(f"{res['target']}: search {res['search']}; wrote {res['log']}")
+    return None
+
+
 def cmd_optimize(a: argparse.Namespace) -> Any:
     res = tinyseg.optimize_and_verify(a.model, a.output, a.target_bytes, a.storage, report=a.report, seed=a.seed)
     if a.json:
@@ -477,6 +494,14 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--input", nargs="+", help="one .npy per model input (default: random from --seed)")
     sp.add_argument("--output", help="with --run: save the firmware's outputs to this .npz")
     sp.add_argument("--report", help="with --run: an HTML page of flash, RAM and per-call cost")
+    sp.add_argument("--seed", type=_non_negative, default=0)
+    sp = add("tune", cmd_tune, "autotune generated kernels for a model's layers on an emulated device (instruction "
+             "counts) and write the tuning log that micronn.micro.run_model(..., tuning_log=LOG) applies")
+    sp.add_argument("model")
+    sp.add_argument("--target", default="cortex-m4", help="an emulated target: cortex-m4|cortex-m7|cortex-m33|"
+                    "cortex-m3|cortex-m0|riscv32")
+    sp.add_argument("--trials", type=_positive, help="configs measured per layer shape (default: all of them)")
+    sp.add_argument("-o", "--output", required=True, help="write the tuning log (JSON lines) here")
     sp.add_argument("--seed", type=_non_negative, default=0)
     sp = add("optimize", cmd_optimize, "TinySeg: spill idle tensors and fuse their fetching to shrink the arena")
     sp.add_argument("model")

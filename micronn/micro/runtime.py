@@ -15,7 +15,7 @@ import numpy as np
 from micronn.errors import InvokeError
 from micronn.interpreter import Interpreter
 from micronn.ir import Model, random_inputs
-from micronn.micro import lower
+from micronn.micro import lower, templates
 from micronn.micro.session import Session, SessionError
 from micronn.micro.target import Target
 from micronn.tflite.reader import Source
@@ -28,13 +28,17 @@ def _addr(a: np.ndarray) -> int:
 class DeviceModel:
     """A model loaded onto ``sess``'s device; ``invoke(inputs)`` runs it there and returns the outputs."""
 
-    def __init__(self, model: Model | Source | Interpreter, sess: Session):
+    def __init__(self, model: Model | Source | Interpreter, sess: Session, *, tuning_log: Any = None):
         self.sess = sess
         it = model if isinstance(model, Interpreter) else Interpreter(model)
         it.allocate_tensors()
         self.interp = it
         tasks = lower.lower_model(it)
-        mod = sess.load_module(lower.sources(), [lower.include_dir()])
+        generated: list = []
+        self.tuned: list[dict[str, Any]] = []  # the tasks a tuning log swapped for generated kernels
+        if tuning_log is not None:  # apply-best: covered layers call their best verified config's kernel
+            tasks, generated, self.tuned = templates.apply(tasks, tuning_log, sess.target.name)
+        mod = sess.load_module(lower.sources() + generated, [lower.include_dir()])
         buf = it._arena.buf
         self.arena_host, self.arena_size = _addr(buf), len(buf)
         ws = sess.sections["workspace"]
@@ -148,13 +152,14 @@ class DeviceModel:
 
 
 def run_model(model: Model | Source, target: str | Target = "cortex-m4", inputs: list[np.ndarray] | None = None,
-              *, profile: bool = False, seed: int = 0, **session_kw: Any) -> dict[str, Any]:
+              *, profile: bool = False, seed: int = 0, tuning_log: Any = None, **session_kw: Any) -> dict[str, Any]:
     """Run a model once on a device (target name or ``"qemu-m4"``/``"host"``); outputs, totals and, with
-    ``profile``, per-op instructions and cycles."""
+    ``profile``, per-op instructions and cycles. ``tuning_log`` (a path or records, ``micronn.micro.tune``): layers
+    tuned for this target run their best verified generated kernel (listed under ``"tuned"``)."""
     it = Interpreter(model)
     xs = inputs if inputs is not None else random_inputs(it.model, seed)
     with Session(target, **session_kw) as sess:
-        dm = DeviceModel(it, sess)
+        dm = DeviceModel(it, sess, tuning_log=tuning_log)
         outputs = dm.invoke(xs)
         ops = dm.op_costs()
         name = sess.target.name if not (isinstance(target, str) and target.startswith("qemu-")) else target
@@ -165,6 +170,8 @@ def run_model(model: Model | Source, target: str | Target = "cortex-m4", inputs:
         "cycles": sum(o["cycles"] for o in counted) if counted else None,
         "tasks": len(dm.tasks),
     }
+    if tuning_log is not None:
+        out["tuned"] = dm.tuned
     if profile:
         out["ops"] = ops
     return out
