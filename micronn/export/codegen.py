@@ -19,7 +19,7 @@ import numpy as np
 
 from micronn.errors import MicronnError
 from micronn.interpreter import Interpreter
-from micronn.micro import lower
+from micronn.micro import lower, templates
 from micronn.planners import align
 
 # the element types the generated header names (TfLiteType's order is not needed: these are micronn's own)
@@ -73,6 +73,7 @@ class Program:
     storage: dict[int, int] = field(default_factory=dict)  # spilled tensors: storage id -> bytes
     # what init sets: (arena offset, bytes, fill byte or the constant copied in)
     variables: list[tuple[int, int, int | str]] = field(default_factory=list)
+    tuned: list[dict[str, Any]] = field(default_factory=list)  # calls a tuning log gave a generated kernel
 
 
 def _c_bytes(data: bytes) -> str:
@@ -89,8 +90,8 @@ def _float(x: float) -> str:
 
 
 class _Generator:
-    def __init__(self, it: Interpreter, prefix: str):
-        self.it, self.p = it, prefix
+    def __init__(self, it: Interpreter, prefix: str, tuning: tuple[Any, str] | None = None):
+        self.it, self.p, self.tuning = it, prefix, tuning
         self.buf = it._arena.buf
         self.base = self.buf.ctypes.data
         self.head = it.head
@@ -167,7 +168,11 @@ class _Generator:
     def generate(self) -> Program:
         it, p = self.it, self.p
         tasks = lower.lower_model(it)
-        files = kernel_files()
+        files, tuned = kernel_files(), []
+        if self.tuning is not None:  # layers the log tuned for this target call their generated kernels
+            tasks, generated, tuned = templates.apply(tasks, *self.tuning)
+            files.update({t["symbol"]: path for t, path in zip(tuned, generated)})
+            files.update({sym: path for path in generated for sym in _KERNEL.findall(path.read_text())})
         symbols = sorted({t.symbol for t in tasks})
         missing = [s for s in symbols if s not in files]
         if missing:
@@ -193,7 +198,7 @@ class _Generator:
         const_bytes = sum(len(b) for _, b in self.const_order)
         ops = [(t.op, it._nodes[t.op].op.op, t.symbol) for t, _ in calls]
         storage = {int(k.id): int(n.inputs[0].nbytes) for n, k in zip(it._nodes, it._kernels) if n.op.op == "Spill"}
-        prog = Program(p, {}, arena, const_bytes, symbols, inputs, outputs, len(calls), ops, storage, variables)
+        prog = Program(p, {}, arena, const_bytes, symbols, inputs, outputs, len(calls), ops, storage, variables, tuned)
         prog.files[f"{p}.h"] = self._header(prog)
         prog.files[f"{p}.c"] = self._source(prog, calls)
         prog.files[f"{p}_data.c"] = self._data()
@@ -307,9 +312,10 @@ class _Generator:
         return "\n".join(out)
 
 
-def generate(it: Interpreter, prefix: str = "model") -> Program:
-    """The C files of a model prepared by ``it`` (allocated: its plan fixes every address)."""
+def generate(it: Interpreter, prefix: str = "model", tuning_log: Any = None, target: str = "") -> Program:
+    """The C files of a model prepared by ``it`` (allocated: its plan fixes every address); with ``tuning_log``
+    (``micronn.micro.tune``), layers it tuned for ``target`` get their best generated kernel."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise ExportError(f"the prefix must be a C identifier, got {prefix!r}")
     it._ensure()
-    return _Generator(it, prefix).generate()
+    return _Generator(it, prefix, None if tuning_log is None else (tuning_log, target)).generate()

@@ -38,6 +38,7 @@ class Project:
     model_file: str = ""
     ops: list[tuple[int, str, str]] = field(default_factory=list)  # per kernel call: (operator, op name, kernel)
     storage_bytes: int = 0  # the STORAGE region spilled tensors go to (optimize=True), outside RAM
+    tuned: int = 0  # kernel calls a tuning log gave a generated kernel
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in vars(self).items() if k not in ("inputs", "outputs", "path")}
@@ -179,12 +180,13 @@ def _check_fit(prog: Program, t: Target) -> None:
 
 def export(model: Model | Source, out: str | os.PathLike, target: str | Target = "cortex-m4", *,
            prefix: str = "model", optimize: bool = False, target_bytes: int | None = None,
-           **interpreter_kw: Any) -> Project:
+           tuning_log: Any = None, **interpreter_kw: Any) -> Project:
     """Write a standalone C project for ``model`` into directory ``out`` (created; files it writes are replaced).
 
     ``interpreter_kw`` go to the ``Interpreter`` whose plan fixes the arena (e.g. ``planner="tflm"``). With
     ``optimize``, TinySeg's plan (``micronn.tinyseg.optimize``, down to ``target_bytes`` if given) decides what the
-    firmware spills to the project's storage function and fetches back; its outputs stay the model's. Raises
+    firmware spills to the project's storage function and fetches back; its outputs stay the model's. With
+    ``tuning_log`` (``micronn tune``), layers tuned for ``target`` get their best generated kernel. Raises
     ``UnsupportedError`` naming every operator without a C kernel, and ``ExportError`` when the model cannot fit
     the target, both before anything is written.
     """
@@ -195,7 +197,7 @@ def export(model: Model | Source, out: str | os.PathLike, target: str | Target =
     source = model if isinstance(model, Model) else read(model)
     graph = tinyseg.optimize(source, target_bytes, latency=False).model if optimize else source
     it = Interpreter(graph, **interpreter_kw)
-    prog: Program = generate(it, prefix)
+    prog: Program = generate(it, prefix, tuning_log, t.name)
     _check_fit(prog, t)
     path = Path(out)
     try:
@@ -211,7 +213,8 @@ def export(model: Model | Source, out: str | os.PathLike, target: str | Target =
         model_file = f"{prefix}.tflite"
         proj = Project(path, prefix, t.name, prog.arena_bytes, prog.const_bytes, prog.kernels, prog.calls,
                        prog.inputs, prog.outputs, sorted([*files, "README.md", META, model_file]), model_file,
-                       [tuple(o) for o in prog.ops], sum(-(-n // 16) * 16 for n in prog.storage.values()))
+                       [tuple(o) for o in prog.ops], sum(-(-n // 16) * 16 for n in prog.storage.values()),
+                       len(prog.tuned))
         files["README.md"] = _readme(proj, getattr(model, "name", None) or "the model", t)
         for name, text in files.items():
             (path / name).write_text(text)
@@ -228,7 +231,8 @@ def load(path: str | os.PathLike) -> Project:
         d = json.loads((Path(path) / META).read_text())
         return Project(Path(path), d["prefix"], d["target"], d["arena_bytes"], d["const_bytes"], d["kernels"],
                        d["calls"], [IoInfo(**i) for i in d["inputs"]], [IoInfo(**o) for o in d["outputs"]],
-                       d["files"], d["model_file"], [tuple(o) for o in d["ops"]], d.get("storage_bytes", 0))
+                       d["files"], d["model_file"], [tuple(o) for o in d["ops"]], d.get("storage_bytes", 0),
+                       d.get("tuned", 0))
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ExportError(f"{os.fspath(path)!r} is not a project micronn exported: {e}") from e
 
