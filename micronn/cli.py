@@ -144,7 +144,8 @@ def cmd_export(a: argparse.Namespace) -> Any:
         return None
     if a.target_bytes is not None and not a.optimize:
         raise _UsageError("--target-bytes needs --optimize")
-    proj = export.export(a.model, a.dir, a.target, prefix=a.prefix, optimize=a.optimize, target_bytes=a.target_bytes)
+    proj = export.export(a.model, a.dir, a.target, prefix=a.prefix, optimize=a.optimize, target_bytes=a.target_bytes,
+                         tuning_log=a.tuning_log)
     res = export.run(proj, inputs, a.device, toolchain=a.toolchain, seed=a.seed) if a.run else None
     if res is not None and a.output is not None:
         simulate.save_outputs(a.output, res.outputs)
@@ -168,23 +169,6 @@ def cmd_export(a: argparse.Namespace) -> Any:
                 print(f"wrote {path}")
         if not res.identical:
             raise MicronnError("the firmware's outputs differ from micronn's interpreter")
-    return None
-
-
-def cmd_tune(a: argparse.Namespace) -> Any:
-    from micronn.micro import tune
-
-    check_writable(a.output)
-    res = tune.tune_model(a.model, a.target, trials=a.trials, log=a.output, seed=a.seed)
-    if a.json:
-        return {k: v for k, v in res.items() if k != "records"}
-    rows = [[lay["key"].split(":", 1)[1], ",".join(map(str, lay["layers"])), f"{lay['macs']:,}",
-             "-" if lay["baseline_instructions"] is None else f"{lay['baseline_instructions'] / lay['macs']:.2f}",
-             "-" if lay["best_instructions"] is None else f"{lay['best_instructions'] / lay['macs']:.2f}",
-             lay["measured"], json.dumps(lay["best_config"]) if lay["best_config"] else "-"]
-            for lay in res["layers"]]
-    print(_table(rows, ["shape", "ops", "MACs", "generic instr/MAC", "tuned instr/MAC", "measured", "best config"]))
-    print(f"{res['target']}: search {res['search']}; wrote {res['log']}")
     return None
 
 
@@ -488,20 +472,13 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--optimize", action="store_true",
                     help="TinySeg: spill idle tensors to the project's storage function for a smaller arena")
     sp.add_argument("--target-bytes", type=_non_negative, help="with --optimize: stop once the arena is this small")
+    sp.add_argument("--tuning-log", help="a log of micronn tune: tuned layers get their best generated kernel")
     sp.add_argument("--run", action="store_true", help="build the image, run it once and check every output byte")
     sp.add_argument("--device", help="where --run runs it: the target on Unicorn (default), qemu-m4 (etc.), host")
     sp.add_argument("--toolchain", choices=["zig", "gcc"], help="cross compiler (default: zig, else gcc)")
     sp.add_argument("--input", nargs="+", help="one .npy per model input (default: random from --seed)")
     sp.add_argument("--output", help="with --run: save the firmware's outputs to this .npz")
     sp.add_argument("--report", help="with --run: an HTML page of flash, RAM and per-call cost")
-    sp.add_argument("--seed", type=_non_negative, default=0)
-    sp = add("tune", cmd_tune, "autotune generated kernels for a model's layers on an emulated device (instruction "
-             "counts) and write the tuning log that micronn.micro.run_model(..., tuning_log=LOG) applies")
-    sp.add_argument("model")
-    sp.add_argument("--target", default="cortex-m4", help="an emulated target: cortex-m4|cortex-m7|cortex-m33|"
-                    "cortex-m3|cortex-m0|riscv32")
-    sp.add_argument("--trials", type=_positive, help="configs measured per layer shape (default: all of them)")
-    sp.add_argument("-o", "--output", required=True, help="write the tuning log (JSON lines) here")
     sp.add_argument("--seed", type=_non_negative, default=0)
     sp = add("optimize", cmd_optimize, "TinySeg: spill idle tensors and fuse their fetching to shrink the arena")
     sp.add_argument("model")
