@@ -249,6 +249,23 @@ def _device_run(res: dict[str, Any], profile: bool) -> None:
                       for o in res["ops"]], ["#", "op", "instructions", "cycles"]))
 
 
+def cmd_tune(a: argparse.Namespace) -> Any:
+    from micronn.micro import tune
+
+    check_writable(a.output)
+    res = tune.tune_model(a.model, a.target, trials=a.trials, log=a.output, seed=a.seed)
+    if a.json:
+        return {k: v for k, v in res.items() if k != "records"}
+    rows = [[lay["key"].split(":", 1)[1], ",".join(map(str, lay["layers"])), f"{lay['macs']:,}",
+             "-" if lay["baseline_instructions"] is None else f"{lay['baseline_instructions'] / lay['macs']:.2f}",
+             "-" if lay["best_instructions"] is None else f"{lay['best_instructions'] / lay['macs']:.2f}",
+             lay["measured"], json.dumps(lay["best_config"]) if lay["best_config"] else "-"]
+            for lay in res["layers"]]
+    print(_table(rows, ["shape", "ops", "MACs", "generic instr/MAC", "tuned instr/MAC", "measured", "best config"]))
+    print(f"{res['target']}: search {res['search']}; wrote {res['log']}")
+    return None
+
+
 def cmd_devices(a: argparse.Namespace) -> Any:
     res = micro.devices()
     if a.json:
@@ -446,6 +463,14 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--compare", help="draw this planner's plan beside it (e.g. tflm)")
 
     add("devices", cmd_devices, "device targets for run --device and whether each is available here")
+    sp = add("tune", cmd_tune, "autotune generated kernels for a model's layers on an emulated device (instruction "
+             "counts) and write the tuning log that micronn.micro.run_model(..., tuning_log=LOG) applies")
+    sp.add_argument("model")
+    sp.add_argument("--target", default="cortex-m4", help="an emulated target: cortex-m4|cortex-m7|cortex-m33|"
+                    "cortex-m3|cortex-m0|riscv32")
+    sp.add_argument("--trials", type=_positive, help="configs measured per layer shape (default: all of them)")
+    sp.add_argument("-o", "--output", required=True, help="write the tuning log (JSON lines) here")
+    sp.add_argument("--seed", type=_non_negative, default=0)
     sp = add("reorder", cmd_reorder, "run operators in the order with the smallest peak memory")
     sp.add_argument("model")
     sp.add_argument("-o", "--output", help="write the reordered model here")
