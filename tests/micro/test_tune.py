@@ -160,8 +160,8 @@ def test_bad_logs_are_refused(tmp_path: Path) -> None:
 
 
 def test_shipped_person_detect_log() -> None:
-    """The shipped log tunes every pointwise shape of person_detect below the generic kernel, and the whole model
-    keeps its output bytes."""
+    """The shipped log tunes every pointwise and depthwise shape of person_detect below the generic kernel, and the
+    whole model keeps its output bytes."""
     model = micronn.Interpreter(Path(micronn.__file__).parent / "models" / "person_detect.tflite")
     model.allocate_tensors()
     keys = {shape.key for _, _, shape in tune.layers(model)}
@@ -169,7 +169,22 @@ def test_shipped_person_detect_log() -> None:
     assert {k for _, k in best} == keys
     xs = random_inputs(model.model, 2)
     res = run_model(model.model, "cortex-m4", xs, tuning_log=SHIPPED)
-    assert len(res["tuned"]) == 14
+    assert len(res["tuned"]) == 28
+    assert sorted(a["template"] for a in res["tuned"]) == ["conv_2d_1x1"] * 14 + ["depthwise_conv_2d"] * 14
+    assert all(a["instructions"] < a["baseline_instructions"] for a in res["tuned"])
+    for i, x in enumerate(xs):
+        model.set_input(x, i)
+    model.invoke()
+    assert np.array_equal(res["outputs"][0], model.get_output(0))
+
+
+def test_shipped_riscv32_log() -> None:
+    """The RV32 log (its portable template path) keeps person_detect's bytes on the RV32 emulator."""
+    path = Path(micronn.__file__).parent / "micro" / "tuned" / "person_detect_riscv32.json"
+    model = micronn.Interpreter(Path(micronn.__file__).parent / "models" / "person_detect.tflite")
+    xs = random_inputs(model.model, 3)
+    res = run_model(model.model, "riscv32", xs, tuning_log=path)
+    assert res["tuned"] and all(a["instructions"] < a["baseline_instructions"] for a in res["tuned"])
     for i, x in enumerate(xs):
         model.set_input(x, i)
     model.invoke()

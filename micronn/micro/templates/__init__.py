@@ -16,10 +16,10 @@ from typing import Any
 
 from micronn.errors import MicronnError
 from micronn.micro import lower
-from micronn.micro.templates import conv_2d_1x1
+from micronn.micro.templates import conv_2d_1x1, depthwise_conv_2d
 from micronn.micro.toolchain import cache_dir
 
-TEMPLATES = {conv_2d_1x1.NAME: conv_2d_1x1}
+TEMPLATES = {conv_2d_1x1.NAME: conv_2d_1x1, depthwise_conv_2d.NAME: depthwise_conv_2d}
 LOG_VERSION = 1
 
 
