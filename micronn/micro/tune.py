@@ -178,7 +178,8 @@ def tune_model(model: Model | Source | Interpreter, target: str = "cortex-m4", *
         Path(log).parent.mkdir(parents=True, exist_ok=True)
         out_file = open(log, "w")  # noqa: SIM115 - closed below; records are appended as they are measured
     cost = _CostModel(seed)
-    history: list[tuple[list[float], float]] = []
+    # measured (features, log instructions/MAC) per template: each template has its own features
+    histories: dict[str, list[tuple[list[float], float]]] = {}
     records: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     searched = False  # whether any shape's space was larger than the budget (else every search was exhaustive)
@@ -187,6 +188,7 @@ def tune_model(model: Model | Source | Interpreter, target: str = "cortex-m4", *
         with progress.bar(f"tuning on {name}", total) as bar:
             for key, (op, t, shape, ops) in shapes.items():
                 space = t.space(shape)
+                history = histories.setdefault(t.NAME, [])
                 budget = len(space) if trials is None else min(trials, len(space))
                 exhaustive = budget == len(space)
                 searched |= not exhaustive

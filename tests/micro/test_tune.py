@@ -20,7 +20,7 @@ import micronn
 from micronn.cli import main as cli
 from micronn.micro import lower, run_model, templates, tune
 from micronn.micro.templates import conv_2d_1x1
-from micronn.testing import T, op_model, random_inputs
+from micronn.testing import Graph, Op, T, graph_model, op_model, random_inputs
 from micronn.tflite import schema
 
 pytest.importorskip("unicorn")
@@ -189,3 +189,22 @@ def test_shipped_riscv32_log() -> None:
         model.set_input(x, i)
     model.invoke()
     assert np.array_equal(res["outputs"][0], model.get_output(0))
+
+
+def test_tuning_two_templates_keeps_their_cost_models_apart(tmp_path: Path) -> None:
+    """A model with a depthwise and a 1x1 convolution: each template's history feeds only its own cost model
+    (their features differ in length), so the second template's search past the first batch does not fail."""
+    rng = np.random.default_rng(4)
+    q = (0.05, -3)
+    dw = T((1, 3, 3, 8), "int8", list(rng.uniform(0.002, 0.02, 8)), 0, axis=3,
+           data=rng.integers(-127, 128, (1, 3, 3, 8)))
+    pw = T((6, 1, 1, 8), "int8", list(rng.uniform(0.002, 0.02, 6)), 0, data=rng.integers(-127, 128, (6, 1, 1, 8)))
+    model = graph_model(Graph(
+        {"x": T((1, 5, 5, 8), "int8", *q), "dw": dw, "h": T((1, 5, 5, 8), "int8", 0.2, 1), "pw": pw,
+         "y": T((1, 5, 5, 6), "int8", 0.3, 4)},
+        [Op("DEPTHWISE_CONV_2D", ["x", "dw", None], ["h"],
+            schema.options("DEPTHWISE_CONV_2D", padding=1, stride_h=1, stride_w=1, depth_multiplier=1)),
+         Op("CONV_2D", ["h", "pw", None], ["y"], schema.options("CONV_2D", padding=1, stride_h=1, stride_w=1))],
+        ["x"], ["y"]))
+    res = tune.tune_model(model, "cortex-m4", trials=8, batch=4, log=tmp_path / "log.json")
+    assert len(res["layers"]) == 2 and all(lay["measured"] == 8 for lay in res["layers"])
