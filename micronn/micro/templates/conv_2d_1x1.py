@@ -30,6 +30,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from micronn.micro.templates import _knobs
+
 NAME = "conv_2d_1x1"
 OP = "CONV_2D"
 VERSION = 1  # bump when the generated code changes: tuning logs key their configs by it
@@ -102,12 +104,7 @@ def symbol(shape: Shape, config: dict[str, int]) -> str:
 
 def check_config(config: dict[str, int]) -> dict[str, int]:
     """The config with every knob present and in range (raises ValueError otherwise)."""
-    if set(config) != set(KNOBS):
-        raise ValueError(f"a {NAME} config has the knobs {', '.join(KNOBS)}; got {', '.join(sorted(config))}")
-    for k, values in KNOBS.items():
-        if config[k] not in values:
-            raise ValueError(f"knob {k} of {NAME} takes {values}, got {config[k]!r}")
-    return {k: int(config[k]) for k in KNOBS}
+    return _knobs.check_config(NAME, KNOBS, config)
 
 
 # ---- code generation -----------------------------------------------------------------------------------------

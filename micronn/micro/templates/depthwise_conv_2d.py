@@ -34,7 +34,7 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
-from micronn.micro.templates import conv_2d_1x1
+from micronn.micro.templates import _knobs, conv_2d_1x1
 
 NAME = "depthwise_conv_2d"
 OP = "DEPTHWISE_CONV_2D"
@@ -125,12 +125,7 @@ def symbol(shape: Shape, config: dict[str, int]) -> str:
 
 def check_config(config: dict[str, int]) -> dict[str, int]:
     """The config with every knob present and in range (raises ValueError otherwise)."""
-    if set(config) != set(KNOBS):
-        raise ValueError(f"a {NAME} config has the knobs {', '.join(KNOBS)}; got {', '.join(sorted(config))}")
-    for k, values in KNOBS.items():
-        if config[k] not in values:
-            raise ValueError(f"knob {k} of {NAME} takes {values}, got {config[k]!r}")
-    return {k: int(config[k]) for k in KNOBS}
+    return _knobs.check_config(NAME, KNOBS, config)
 
 
 # ---- code generation -----------------------------------------------------------------------------------------
