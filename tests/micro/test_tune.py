@@ -208,3 +208,14 @@ def test_tuning_two_templates_keeps_their_cost_models_apart(tmp_path: Path) -> N
         ["x"], ["y"]))
     res = tune.tune_model(model, "cortex-m4", trials=8, batch=4, log=tmp_path / "log.json")
     assert len(res["layers"]) == 2 and all(lay["measured"] == 8 for lay in res["layers"])
+
+
+def test_auto_applies_the_shipped_logs(capsys: pytest.CaptureFixture) -> None:
+    """``auto`` reads every shipped log; apply-best keeps each target's records. From the CLI, a device run."""
+    records = templates.load_log(templates.AUTO)
+    assert {r["target"] for r in records} >= {"cortex-m4", "riscv32"}
+    path = str(Path(micronn.__file__).parent / "models" / "person_detect.tflite")
+    assert cli(["run", path, "--device", "cortex-m4", "--tuning-log", "auto", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert len(res["tuned"]) == 28 and res["instructions"] < 25_000_000  # the issue's goal for the whole model
+    assert cli(["run", path, "--tuning-log", "auto"]) == 2  # a host run has no kernels to swap

@@ -28,10 +28,15 @@ class TuningLogError(MicronnError):
 
 
 Log = str | os.PathLike | list[dict[str, Any]]
+SHIPPED = Path(__file__).resolve().parents[1] / "tuned"  # the logs micronn ships, one per model and target
+AUTO = "auto"  # as a log: every shipped log (apply-best keeps each target's own records)
 
 
 def load_log(log: Log) -> list[dict[str, Any]]:
-    """The records of a tuning log: a path to a JSON-lines file (or a JSON list), or the records themselves."""
+    """The records of a tuning log: a path to a JSON-lines file (or a JSON list), the records themselves, or
+    ``"auto"``: every log shipped in ``micronn/micro/tuned/``."""
+    if isinstance(log, str) and log == AUTO:
+        return [r for path in sorted(SHIPPED.glob("*.json")) for r in load_log(path)]
     if isinstance(log, list):
         records = log
     else:
