@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from micronn import __version__, analyze, compress, export, micro, progress, simulate, tinyseg
+from micronn import __version__, analyze, compress, export, micro, patch, progress, simulate, tinyseg
 from micronn.errors import MicronnError, check_writable, writing
 from micronn.planners import Sharing
 
@@ -173,7 +173,11 @@ def cmd_export(a: argparse.Namespace) -> Any:
 
 
 def cmd_optimize(a: argparse.Namespace) -> Any:
-    res = tinyseg.optimize_and_verify(a.model, a.output, a.target_bytes, a.storage, report=a.report, seed=a.seed)
+    if a.patches == "off":
+        res = tinyseg.optimize_and_verify(a.model, a.output, a.target_bytes, a.storage, report=a.report, seed=a.seed)
+    else:
+        res = patch.optimize_and_verify(a.model, a.output, a.target_bytes, a.storage, report=a.report, seed=a.seed,
+                                        patches=a.patches, max_extra_macs=a.max_extra_macs)
     if a.json:
         return res
     rows = [[s["name"], f"{s['head_bytes']:,}", f"{s['tail_bytes']:,}", f"{s['total_bytes']:,}", s["change"][:80]]
@@ -182,6 +186,11 @@ def cmd_optimize(a: argparse.Namespace) -> Any:
     b, f = res["before"]["total_bytes"], res["after"]["total_bytes"]
     print(f"total arena {b:,} B -> {f:,} B (-{100 * (1 - f / b):.1f}%); outputs byte-identical on random inputs: "
           f"{res['verified']}")
+    if "patches" in res:
+        p = res["patches"]
+        what = (f"operators {p['after']['ops'][0]}..{p['after']['ops'][1]} in {p['after']['stripes']} stripes, "
+                f"+{p['extra_macs_pct']}% MACs" if p["used"] else "none used")
+        print(f"patches ({p['tried']} tried): {what}")
     for key in ("path", "report"):
         if res.get(key):
             print(f"wrote {res[key]}")
@@ -337,6 +346,17 @@ def _non_negative(s: str) -> int:
     return v
 
 
+def _fraction(s: str) -> float:
+    """An argparse type: a finite number >= 0 (``--max-extra-macs 0.2`` is 20 %)."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
+    if not 0 <= v < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {s}")
+    return v
+
+
 def _positive(s: str) -> int:
     """An argparse type: a whole number >= 1 (batch sizes, k)."""
     v = _non_negative(s)
@@ -466,7 +486,6 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--plot", help="draw the plan to a .png, .svg or .html file")
     sp.add_argument("--compare", help="draw this planner's plan beside it (e.g. tflm)")
 
-    add("devices", cmd_devices, "device targets for run --device and whether each is available here")
     sp = add("tune", cmd_tune, "autotune generated kernels for a model's layers on an emulated device (instruction "
              "counts) and write the tuning log that micronn.micro.run_model(..., tuning_log=LOG) applies")
     sp.add_argument("model")
@@ -475,6 +494,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--trials", type=_positive, help="configs measured per layer shape (default: all of them)")
     sp.add_argument("-o", "--output", required=True, help="write the tuning log (JSON lines) here")
     sp.add_argument("--seed", type=_non_negative, default=0)
+    add("devices", cmd_devices, "device targets for run --device and whether each is available here")
     sp = add("reorder", cmd_reorder, "run operators in the order with the smallest peak memory")
     sp.add_argument("model")
     sp.add_argument("-o", "--output", help="write the reordered model here")
@@ -501,7 +521,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--optimize", action="store_true",
                     help="TinySeg: spill idle tensors to the project's storage function for a smaller arena")
     sp.add_argument("--target-bytes", type=_non_negative, help="with --optimize: stop once the arena is this small")
-    sp.add_argument("--tuning-log", help="a log of micronn tune: tuned layers get their best generated kernel")
+    sp.add_argument("--tuning-log", help="a log of micronn tune (or auto: the logs micronn ships): tuned layers get "
+                    "their best generated kernel")
     sp.add_argument("--run", action="store_true", help="build the image, run it once and check every output byte")
     sp.add_argument("--device", help="where --run runs it: the target on Unicorn (default), qemu-m4 (etc.), host")
     sp.add_argument("--toolchain", choices=["zig", "gcc"], help="cross compiler (default: zig, else gcc)")
@@ -518,6 +539,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="where spilled tensors go when checking the result (and whose latency breaks ties)")
     sp.add_argument("--report", help="write an HTML report: steps, plans before/after, latency breakdown")
     sp.add_argument("--seed", type=_non_negative, default=0)
+    sp.add_argument("--patches", default="off", choices=patch.PATCH_MODES,
+                    help="auto: also run the first layers stripe by stripe (patch-based execution) and keep it if the "
+                         "total is smaller; off (default): TinySeg alone")
+    sp.add_argument("--max-extra-macs", type=_fraction, default=0.2, metavar="X",
+                    help="with --patches auto: recompute at most this fraction of the model's MACs (default 0.2)")
     return p
 
 

@@ -60,7 +60,9 @@ def fold_pads(model: Model, write_back: bool = False) -> tuple[Model, list[int]]
         o = conv.options
         want = (_same_pads(x.shape[1], out.shape[1], o.stride_h, w.shape[1], o.dilation_h_factor),
                 _same_pads(x.shape[2], out.shape[2], o.stride_w, w.shape[2], o.dilation_w_factor))
-        if tuple(map(tuple, pads[1:3].tolist())) == want:
+        # SAME derives its padding from ceil(in / stride) output rows: it equals the PAD only if the output has them
+        same_size = out.shape[1:3] == (-(-x.shape[1] // o.stride_h), -(-x.shape[2] // o.stride_w))
+        if tuple(map(tuple, pads[1:3].tolist())) == want and same_size:
             folded[op.index] = conv.index, None
         elif not write_back:
             folded[op.index] = conv.index, (int(pads[1, 0]), int(pads[2, 0]))

@@ -12,6 +12,14 @@ When an operator's input dies at that operator, its output may reuse the input's
   overwritten before it is read. A 1x1 convolution that doubles the channels then needs the output's size plus
   one input pixel instead of input plus output. A spatial PAD streams the same way (each output pixel copies
   one input pixel or the pad value).
+- **slices** (patch-based execution, ``micronn.patch``): a STRIDED_SLICE of whole rows of a batch-1 image is a
+  contiguous run of its bytes, so it can *be* those bytes (a view) even while the image stays alive. And
+ whose output's leading dimensions before the axis are all 1 lays its inputs out one
+  after another; each input that dies there can be written directly into its slot of the output, which then
+  exists (whole, as one block) from the first input's producer on and the copy moves every byte onto itself.
+  Patch-based execution joins its stripes this way, so only one stripe's intermediates are alive besides the
+  joined output. The joined output is then also placed over the image the stripes slice, as low as no stripe
+  overwrites rows a later stripe still reads (the stream gap of a whole run of operators).
 
 micronn's kernels read their whole input before writing, so any of these placements computes the same bytes;
 the gaps are computed for a kernel streaming in raster order, so the plan is valid on a device too. Tensors
@@ -22,11 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from micronn.ir import Operator, Padding, Subgraph
-from micronn.planners.base import Member, Request, align, footprint
+from micronn.planners.base import ALIGN, Member, Request, align, footprint
 
 ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 UNARY_OPS = frozenset({
@@ -51,14 +60,17 @@ class Sharing:
     # kernels may ask for less scratch than TFLM's reference kernels (same bytes out): TRANSPOSE_CONV accumulates
     # one band of output rows at a time instead of holding an output-sized int32 buffer
     compact_scratch: bool = True
+    # patch-based execution: row slices read in place, CONCATENATION inputs written into their slot of the output,
+    # and the joined output streamed over the image its stripes slice
+    slices: bool = True
 
     @classmethod
     def none(cls) -> Sharing:
-        return cls(False, False, False, False, False)
+        return cls(False, False, False, False, False, False)
 
     @property
     def any(self) -> bool:
-        return self.alias or self.inplace or self.overlap
+        return self.alias or self.inplace or self.overlap or self.slices
 
 
 def stream_gap(low_read: np.ndarray, out_unit: int) -> int:
@@ -162,16 +174,204 @@ def candidates(sg: Subgraph, requests: list[Request], sharing: Sharing,
     return out
 
 
-def merge(requests: list[Request], pairs: list[tuple[int, int, int]]) -> tuple[list[Request], list[list[int]]]:
+def _row_view(sg: Subgraph, op: Operator) -> int | None:
+    """Byte offset of a STRIDED_SLICE's output in its input when it keeps whole rows of a batch-1 image (contiguous
+    bytes); None for any other slice."""
+    if op.op != "STRIDED_SLICE" or op.custom or len(op.inputs) != 4 or len(op.outputs) != 1 or min(op.inputs) < 0:
+        return None
+    x, y = sg.tensors[op.inputs[0]], sg.tensors[op.outputs[0]]
+    b, e, st = (sg.tensors[i].data for i in op.inputs[1:])
+    o = op.options
+    if (b is None or e is None or st is None or len(x.shape) != 4 or x.shape[0] != 1 or x.dtype != y.dtype
+            or o is None or o.begin_mask or o.end_mask or o.shrink_axis_mask or o.ellipsis_mask or o.new_axis_mask):
+        return None
+    b, e, st = (np.asarray(v).reshape(-1).astype(np.int64) for v in (b, e, st))
+    if b.size != 4 or e.size != 4 or st.size != 4 or (st != 1).any() or b[[0, 2, 3]].any() or b[1] < 0:
+        return None
+    if tuple(e) != (1, e[1], x.shape[2], x.shape[3]) or not b[1] < e[1] <= x.shape[1]:
+        return None
+    if tuple(y.shape) != (1, int(e[1] - b[1]), x.shape[2], x.shape[3]):
+        return None
+    return int(b[1]) * x.shape[2] * x.shape[3] * x.dtype.itemsize
+
+
+def view_candidates(sg: Subgraph, requests: list[Request], sharing: Sharing) -> list[tuple[int, int, int]]:
+    """(input, output, -offset) for every row slice whose output may be a view of its (still live) input."""
+    if not sharing.slices:
+        return []
+    by_tensor = {r.tensor: r for r in requests if r.tensor is not None and not r.members}
+    out = []
+    for op in sg.operators:
+        off = _row_view(sg, op)
+        if off is None or off % ALIGN:
+            continue
+        x, y = op.inputs[0], op.outputs[0]
+        rx, ry = by_tensor.get(x), by_tensor.get(y)
+        if rx is not None and ry is not None and ry.first == op.index + 1 and y not in sg.outputs:
+            out.append((x, y, -off))
+    return out
+
+
+Concat = tuple[int, tuple[tuple[int, int], ...]]  # (output, ((input, byte offset in the output), ...))
+
+
+def concat_candidates(sg: Subgraph, requests: list[Request], sharing: Sharing) -> list[Concat]:
+    """Every CONCATENATION whose inputs may be written straight into their slot of its output.
+
+    The inputs must die at the concatenation, lie one after another in the output (every dimension before the axis
+    is 1) at 16-byte aligned offsets, and be distinct activations; the copy then moves each byte onto itself, so the
+    kernel's order of reads and writes does not matter.
+    """
+    if not sharing.slices:
+        return []
+    by_tensor = {r.tensor: r for r in requests if r.tensor is not None and not r.members}
+    out = []
+    for op in sg.operators:
+        if op.op != "CONCATENATION" or op.custom or len(op.outputs) != 1 or op.options is None:
+            continue
+        y, time = sg.tensors[op.outputs[0]], op.index + 1
+        rank = len(y.shape)
+        axis = op.options.axis + rank if op.options.axis < 0 else op.options.axis
+        if op.options.fused_activation_function or not 0 <= axis < rank or any(d != 1 for d in y.shape[:axis]):
+            continue
+        if len(set(op.inputs)) != len(op.inputs) or len(op.inputs) < 2 or y.index not in by_tensor:
+            continue
+        parts, off = [], 0
+        for i in op.inputs:
+            r = by_tensor.get(i)
+            t = sg.tensors[i] if i >= 0 else None
+            if (r is None or t is None or t.dtype != y.dtype or i in sg.outputs or i in sg.inputs or r.last != time
+                    or off % ALIGN):
+                break
+            parts.append((i, off))
+            off += t.nbytes
+        else:
+            if off == y.nbytes and by_tensor[y.index].first == time:
+                out.append((y.index, tuple(parts)))
+    return out
+
+
+def _join_concat(groups: list[dict[int, int]], group_of: dict[int, int], by_tensor: dict[int, Request],
+                 cand: Concat) -> None:
+    """Place a concatenation's inputs (with the groups they already belong to) in their slots of its output, unless a
+    tensor would then collide with another member alive at the same time."""
+    y, parts = cand
+    if y in group_of:
+        return
+    joined: dict[int, int] = {y: 0}
+    slots = {s for s, _ in parts}
+    for s, off in parts:
+        if s in joined:
+            if joined[s] != off:
+                return
+            continue
+        g = groups[group_of[s]] if s in group_of else {s: 0}
+        shift = off - g[s]
+        for t, rel in g.items():
+            rel += shift
+            rt = by_tensor[t]
+            for u, urel in joined.items():
+                if (u == y and t in slots) or (t == y and u in slots):
+                    continue
+                ru = by_tensor[u]
+                if rt.overlaps(ru) and rel < urel + ru.size and urel < rel + rt.size:
+                    return
+            joined[t] = rel
+    gid = len(groups)
+    for t in joined:
+        if t in group_of:
+            groups[group_of[t]] = {}
+        group_of[t] = gid
+    groups.append(joined)
+
+
+def stream_candidates(sg: Subgraph, concats: list[Concat]) -> list[tuple[int, int]]:
+    """(image, joined output) for each concatenation whose inputs are computed from row slices of one image that
+    nothing reads after the concatenation: the output may then stream over the image (see :func:`_join_stream`)."""
+    producers, consumers = sg.producers(), sg.consumers()
+    out = []
+    for y, parts in concats:
+        at = producers[y]
+        sliced = {sg.operators[c].inputs[0] for p, _ in parts for c in _ancestors(sg, producers, p)
+                  if _row_view(sg, sg.operators[c]) is not None}
+        for x in sliced:
+            if x not in sg.outputs and max(consumers.get(x, [at])) < at:
+                out.append((x, y))
+    return out
+
+
+def _ancestors(sg: Subgraph, producers: dict[int, int], t: int) -> set[int]:
+    """Indices of the operators ``t`` is computed from."""
+    seen: set[int] = set()
+    todo = [producers[t]] if t in producers else []
+    while todo:
+        k = todo.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        todo += [producers[i] for i in sg.operators[k].inputs if i in producers]
+    return seen
+
+
+def _join_stream(groups: list[dict[int, int]], group_of: dict[int, int], by_tensor: dict[int, Request],
+                 x: int, y: int) -> None:
+    """Place the group of ``y`` at the offset from the group of ``x`` that collides with nothing alive at the same
+    time and keeps the two smallest together (members placed rigidly, as every group is)."""
+    gx = groups[group_of[x]] if x in group_of else {x: 0}
+    gy = groups[group_of[y]] if y in group_of else {y: 0}
+    if x in gy or y in gx:
+        return
+    bad: list[tuple[int, int]] = []  # open intervals of shifts d (gy's offsets + d) that collide
+    for t, rt in gy.items():
+        for u, ru in gx.items():
+            a, b = by_tensor[t], by_tensor[u]
+            if a.overlaps(b) and a.size and b.size:
+                bad.append((ru - rt - a.size, ru + b.size - rt))
+    lo_x = min(gx.values())
+    hi_x = max(r + by_tensor[t].size for t, r in gx.items())
+    lo_y = min(gy.values())
+    hi_y = max(r + by_tensor[t].size for t, r in gy.items())
+    # the extent is piecewise linear in d: its minimum lies where a forbidden interval ends or the blocks line up
+    # (every offset and size in a group is a multiple of ALIGN, so these are too)
+    tries = {d for iv in bad for d in iv} | {lo_x - lo_y, hi_x - hi_y}
+    best = None
+    for d in sorted(tries):
+        if d % ALIGN or any(lo < d < hi for lo, hi in bad):
+            continue
+        extent = max(hi_x, hi_y + d) - min(lo_x, lo_y + d)
+        if best is None or extent < best[0]:
+            best = (extent, d)
+    if best is None or best[0] >= (hi_x - lo_x) + (hi_y - lo_y):
+        return
+    joined = {**gx, **{t: r + best[1] for t, r in gy.items()}}
+    gid = len(groups)
+    for t in joined:
+        if t in group_of:
+            groups[group_of[t]] = {}
+        group_of[t] = gid
+    groups.append(joined)
+
+
+def merge(requests: list[Request], pairs: list[tuple[int, int, int]], concats: list[Concat] = (),
+          streams: list[tuple[int, int]] = (), views: list[tuple[int, int, int]] = ()
+          ) -> tuple[list[Request], list[list[int]]]:
     """Requests with each accepted (input, output, gap) pair's tensors placed rigidly in one compound request.
 
     Pairs chain (an output can be the next op's input); a pair whose output would collide with another
-    member of the chain alive at the same time is skipped.
+    member of the chain alive at the same time is skipped. ``concats`` (see :func:`concat_candidates`) put the
+    inputs of a concatenation, with everything already sharing memory with them, inside its output; ``streams``
+    (:func:`stream_candidates`) then place a joined output over the image its stripes slice. ``views`` are pairs
+    (:func:`view_candidates`) whose output is bytes of the input: they may overlap the input and each other.
     """
     by_tensor = {r.tensor: r for r in requests if r.tensor is not None}
     group_of: dict[int, int] = {}
     groups: list[dict[int, int]] = []  # group id -> {tensor: offset relative to the group}
-    for x, y, gap in sorted(pairs, key=lambda p: by_tensor[p[1]].first):
+    joins = sorted(concats, key=lambda c: by_tensor[c[0]].first)
+    same_bytes: dict[int, set[int]] = {}  # a tensor -> the views of its bytes (and itself)
+    items = [(x, y, gap, True) for x, y, gap in views] + [(x, y, gap, False) for x, y, gap in pairs]
+    for x, y, gap, view in sorted(items, key=lambda p: by_tensor[p[1]].first):
+        while joins and by_tensor[joins[0][0]].first <= by_tensor[y].first:
+            _join_concat(groups, group_of, by_tensor, joins.pop(0))
         if y in group_of:
             continue
         if x not in group_of:
@@ -179,10 +379,17 @@ def merge(requests: list[Request], pairs: list[tuple[int, int, int]]) -> tuple[l
             groups.append({x: 0})
         g = groups[group_of[x]]
         rel, ry = g[x] - gap, by_tensor[y]
-        if not any(t != x and by_tensor[t].overlaps(ry) and rel < g[t] + by_tensor[t].size and g[t] < rel + ry.size
-                   for t in g):
+        free = same_bytes.setdefault(x, {x}) if view else {x}
+        if not any(t not in free and by_tensor[t].overlaps(ry) and rel < g[t] + by_tensor[t].size
+                   and g[t] < rel + ry.size for t in g):
             g[y] = rel
             group_of[y] = group_of[x]
+            if view:
+                free.add(y)
+    for c in joins:
+        _join_concat(groups, group_of, by_tensor, c)
+    for x, y in streams:
+        _join_stream(groups, group_of, by_tensor, x, y)
     grouped = [g for g in groups if len(g) > 1]
     members = {t for g in grouped for t in g}
     out = [r for r in requests if r.tensor not in members]
@@ -224,15 +431,34 @@ def share(sg: Subgraph, requests: list[Request], sharing: Sharing,
     """
     if not sharing.any or any(r.offline is not None for r in requests):
         return requests, []
-    accepted: list[tuple[int, int, int]] = []
-    best = _score(requests)
     trials = budget // max(1, len(requests)) ** 2
-    for pair in candidates(sg, requests, sharing, may_share)[:trials]:
-        trial, _ = merge(requests, accepted + [pair])
-        score = _score(trial)
+    concats = concat_candidates(sg, requests, sharing)
+    views = view_candidates(sg, requests, sharing)
+    pairs = candidates(sg, requests, sharing, may_share)
+    # patch-based execution's joins first: they are few, and what the other sharings of their inputs must fit around
+    joins = [("concat", c) for c in concats] + [("view", p) for p in views]
+    joins += [("stream", c) for c in stream_candidates(sg, concats)]
+    best, chosen = _greedy(requests, joins + [("pair", p) for p in pairs], trials)
+    if joins:  # a patched graph: many small stripe tensors, so also try the biggest sharings first
+        size = {r.tensor: r.size for r in requests if r.tensor is not None}
+        big = sorted(pairs, key=lambda p: -(min(size[p[0]], size[p[1]]) - p[2]))
+        other = _greedy(requests, joins + [("pair", p) for p in big], trials)
+        best, chosen = min((best, chosen), other, key=lambda bc: bc[0])
+    return merge(requests, *chosen)
+
+
+def _greedy(requests: list[Request], tries: list[tuple[str, Any]], trials: int) -> tuple[tuple[int, int], tuple]:
+    """Accept each candidate (in order, at most ``trials``) that lowers the quick score; returns the score and the
+    accepted (pairs, concats, streams, views)."""
+    chosen: tuple = ([], [], [], [])
+    best = _score(requests)
+    kinds = ("pair", "concat", "stream", "view")
+    for kind, cand in tries[:trials]:
+        trial_set = tuple(c + [cand] if kind == name else c for name, c in zip(kinds, chosen))
+        score = _score(merge(requests, *trial_set)[0])
         if score < best:
-            best, accepted = score, accepted + [pair]
-    return merge(requests, accepted)
+            best, chosen = score, trial_set
+    return best, chosen
 
 
 def _score(requests: list[Request]) -> tuple[int, int]:

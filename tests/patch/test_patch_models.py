@@ -1,0 +1,60 @@
+"""Patched real networks give the original's bytes on micronn and on the TFLM wheel, and need less arena.
+
+The configurations are what ``micronn.patch.search`` picks for each model (``benchmarks/memory.py`` prints them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from micronn import Interpreter
+from micronn.models import bundled_model
+from micronn.patch import macs, patch
+from micronn.testing import random_inputs, run_micronn, run_tflm, tflm_arena
+from micronn.tflite.reader import read
+from micronn.tflite.writer import write
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+def _load(name: str) -> bytes:
+    return bundled_model(name) if name == "person_detect" else (MODELS / f"{name}.tflite").read_bytes()
+
+
+def _total(model) -> tuple[int, int]:
+    it = Interpreter(model)
+    it.allocate_tensors()
+    return it.head, it.tail
+
+
+# (model, first operator, last operator, stripes)
+CASES = [("person_detect", 0, 3, 10), ("vww_mobilenet_96x96x3_int8", 0, 3, 4), ("mobilenet_v2_pad_int8", 0, 7, 8)]
+
+
+@pytest.mark.parametrize(("name", "start", "end", "n"), CASES, ids=[c[0] for c in CASES])
+def test_patched_network_is_byte_identical_and_smaller(name: str, start: int, end: int, n: int) -> None:
+    data = _load(name)
+    m = read(data)
+    pm = patch(m, start, end, n)
+    patched = write(pm)
+    for seed in (0, 1):
+        xs = random_inputs(data, seed)
+        want = [o.tobytes() for o in run_tflm(data, xs)]
+        assert [o.tobytes() for o in run_micronn(patched, xs)] == want
+        assert [o.tobytes() for o in run_tflm(patched, xs)] == want
+    head, tail = _total(m)
+    p_head, p_tail = _total(pm)
+    assert p_head + p_tail < head + tail
+    assert macs(pm) - macs(m) <= 0.2 * macs(m)
+    assert tflm_arena(patched)["head"] < tflm_arena(data)["head"] or name == "person_detect"
+
+
+def test_mobilenet_v2_peak_is_five_times_below_tflm() -> None:
+    """MCUNetV2's figure of merit: peak activation memory (the head) against TFLM's, within 20 % more MACs."""
+    data = _load("mobilenet_v2_pad_int8")
+    pm = patch(read(data), 0, 7, 8)
+    head, _ = _total(pm)
+    assert 5 * head <= tflm_arena(data)["head"]
+    assert macs(pm) <= 1.2 * macs(read(data))

@@ -1,0 +1,46 @@
+"""The search keeps within its MAC budget, never returns a bigger arena, and its answer computes the same bytes."""
+
+from __future__ import annotations
+
+import pytest
+from test_patch_transform import chain, outputs
+
+from micronn.errors import MicronnError
+from micronn.ir import Padding, random_inputs
+from micronn.patch import search
+from micronn.testing import graph_ir
+from micronn.tflite.writer import write
+
+S = Padding.SAME
+# large early layers, then a strided cut: the shape patch-based execution is for
+LAYERS = [("conv", 16, 3, 1, 1, S), ("dw", 3, 1, 1, S), ("conv", 16, 1, 1, 1, S), ("dw", 3, 2, 1, S),
+          ("conv", 4, 1, 1, 1, S)]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return graph_ir(chain(LAYERS, h=40, w=24, c=3))
+
+
+@pytest.mark.parametrize("budget", [0.0, 0.05, 0.5])
+def test_search_respects_max_extra_macs(model, budget: float) -> None:
+    res = search(model, budget)
+    assert res.tried or budget == 0.0
+    assert all(c.extra_macs <= budget * res.macs for c in res.tried)
+    assert res.best.extra_macs <= budget * res.macs
+    assert res.best.total <= res.before.total
+    xs = random_inputs(model, 3)
+    assert outputs(res.model, xs) == outputs(model, xs)
+
+
+def test_search_finds_a_smaller_arena(model) -> None:
+    res = search(model, 0.5)
+    assert res.patched and res.best.total < res.before.total
+    assert res.as_dict()["after"]["stripes"] == res.best.n >= 2
+
+
+def test_search_from_a_file_and_bad_budgets(model) -> None:
+    assert search(write(model), 0.5).best.total == search(model, 0.5).best.total
+    for bad in (-0.1, True, "0.2", float("nan")):
+        with pytest.raises(MicronnError, match="max_extra_macs"):
+            search(model, bad)
