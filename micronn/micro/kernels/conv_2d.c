@@ -11,12 +11,6 @@
 enum { OUT, IN, FILTER, BIAS, BIAS_FULL, MULT, SHIFT, N, IN_H, IN_W, IN_C, OUT_H, OUT_W, OUT_C, F_H, F_W, F_C,
        S_H, S_W, D_H, D_W, PAD_T, PAD_L, IN_OFF, OUT_ZP, ACT_MIN, ACT_MAX, STAGE };
 
-/* First and one-past-last filter tap whose input index `origin + tap * dilation` lies in [0, size). */
-static inline void valid_taps(int origin, int dilation, int size, int taps, int *lo, int *hi) {
-    *lo = origin < 0 ? (-origin + dilation - 1) / dilation : 0;
-    *hi = size - origin <= 0 ? 0 : mn_min(taps, (size - origin + dilation - 1) / dilation);
-}
-
 void mn_conv_2d_s8(const mn_word *args) {
     int8_t *out = MN_P(int8_t, OUT);
     const int8_t *in = MN_P(const int8_t, IN), *filter = MN_P(const int8_t, FILTER);
@@ -37,11 +31,11 @@ void mn_conv_2d_s8(const mn_word *args) {
         for (int oy = 0; oy < out_h; oy++) {
             const int iy0 = oy * sh - pad_t;
             int fy0, fy1;
-            valid_taps(iy0, dh, in_h, fh, &fy0, &fy1);
+            mn_valid_taps(iy0, dh, in_h, fh, &fy0, &fy1);
             for (int ox = 0; ox < out_w; ox++) {
                 const int ix0 = ox * sw - pad_l;
                 int fx0, fx1;
-                valid_taps(ix0, dw, in_w, fw, &fx0, &fx1);
+                mn_valid_taps(ix0, dw, in_w, fw, &fx0, &fx1);
                 const int full = fy0 == 0 && fy1 == fh && fx0 == 0 && fx1 == fw;
                 const int run = contiguous ? (fx1 - fx0) * fc : fc, runs = contiguous ? 1 : fx1 - fx0;
                 int8_t *o = stage ? staged : out + (((size_t)b * out_h + oy) * out_w + ox) * out_c;

@@ -21,12 +21,6 @@
 enum { OUT, IN, FILTER, BIAS, MULT, SHIFT, N, IN_H, IN_W, IN_C, OUT_H, OUT_W, OUT_C, F_H, F_W, F_C, S_H, S_W, D_H,
        D_W, PAD_T, PAD_L, ACT_MIN, ACT_MAX, REQUANT32, WIDE, STAGE };
 
-/* First and one-past-last filter tap whose input index `origin + tap * dilation` lies in [0, size). */
-static inline void valid_taps(int origin, int dilation, int size, int taps, int *lo, int *hi) {
-    *lo = origin < 0 ? (-origin + dilation - 1) / dilation : 0;
-    *hi = size - origin <= 0 ? 0 : mn_min(taps, (size - origin + dilation - 1) / dilation);
-}
-
 /* Four output channels whose filters lie `stride` bytes apart: acc[j] + sum x[i] * w_j[i], each x loaded once for
  * the four. uint32 sums: exact where the lowering proved they fit int32, else wrapped like TFLM's int32. */
 static inline void dot4(const int16_t *x, const int8_t *w, int stride, int n, uint32_t *acc) {
@@ -86,11 +80,11 @@ void mn_conv_2d_s16(const mn_word *args) {
         for (int oy = 0; oy < out_h; oy++) {
             const int iy0 = oy * sh - pad_t;
             int fy0, fy1;
-            valid_taps(iy0, dh, in_h, fh, &fy0, &fy1);
+            mn_valid_taps(iy0, dh, in_h, fh, &fy0, &fy1);
             for (int ox = 0; ox < out_w; ox++) {
                 const int ix0 = ox * sw - pad_l;
                 int fx0, fx1;
-                valid_taps(ix0, dw, in_w, fw, &fx0, &fx1);
+                mn_valid_taps(ix0, dw, in_w, fw, &fx0, &fx1);
                 const int run = contiguous ? (fx1 - fx0) * fc : fc, runs = contiguous ? 1 : fx1 - fx0;
                 int16_t *o = stage ? staged : out + (((size_t)b * out_h + oy) * out_w + ox) * out_c;
                 int oc = 0;

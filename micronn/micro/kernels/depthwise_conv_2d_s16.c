@@ -19,11 +19,6 @@
 enum { OUT, IN, FILTER, BIAS, MULT, SHIFT, N, IN_H, IN_W, IN_C, OUT_H, OUT_W, DEPTH_MULT, F_H, F_W, S_H, S_W, D_H,
        D_W, PAD_T, PAD_L, ACT_MIN, ACT_MAX, WIDE, STAGE };
 
-static inline void valid_taps(int origin, int dilation, int size, int taps, int *lo, int *hi) {
-    *lo = origin < 0 ? (-origin + dilation - 1) / dilation : 0;
-    *hi = size - origin <= 0 ? 0 : mn_min(taps, (size - origin + dilation - 1) / dilation);
-}
-
 /* Four adjacent channels (depth multiplier 1) summed over rows x cols taps, in int32 (the lowering proved the
  * sums fit). */
 static inline void taps4(const int16_t *x, const int8_t *w, int rows, int cols, int x_step, int x_row, int w_step,
@@ -63,11 +58,11 @@ void mn_depthwise_conv_2d_s16(const mn_word *args) {
         for (int oy = 0; oy < out_h; oy++) {
             const int iy0 = oy * sh - pad_t;
             int fy0, fy1;
-            valid_taps(iy0, dh, in_h, fh, &fy0, &fy1);
+            mn_valid_taps(iy0, dh, in_h, fh, &fy0, &fy1);
             for (int ox = 0; ox < out_w; ox++) {
                 const int ix0 = ox * sw - pad_l;
                 int fx0, fx1;
-                valid_taps(ix0, dw, in_w, fw, &fx0, &fx1);
+                mn_valid_taps(ix0, dw, in_w, fw, &fx0, &fx1);
                 const int rows = fy1 - fy0, cols = fx1 - fx0;
                 const int16_t *x_first = image + ((size_t)(iy0 + fy0 * dh) * in_w + ix0 + fx0 * dw) * in_c;
                 const int8_t *w_first = filter + (fy0 * fw + fx0) * out_c;

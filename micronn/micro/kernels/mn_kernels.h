@@ -38,6 +38,12 @@ static inline int32_t mn_add_clamp(int32_t y, int32_t zp, int32_t lo, int32_t hi
 static inline int32_t mn_wrap_add(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 static inline int32_t mn_wrap_shl(int32_t x, int s) { return (int32_t)((uint32_t)x << s); }
 
+/* First and one-past-last filter tap whose input index `origin + tap * dilation` lies in [0, size). */
+static inline void mn_valid_taps(int origin, int dilation, int size, int taps, int *lo, int *hi) {
+    *lo = origin < 0 ? (-origin + dilation - 1) / dilation : 0;
+    *hi = size - origin <= 0 ? 0 : mn_min(taps, (size - origin + dilation - 1) / dilation);
+}
+
 /* memmove (the runtime provides only memcpy): byte-wise in the safe direction when the ranges overlap. */
 static inline void mn_move(void *dst, const void *src, size_t n) {
     uint8_t *d = (uint8_t *)dst;
