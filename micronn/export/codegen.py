@@ -74,6 +74,7 @@ class Program:
     # what init sets: (arena offset, bytes, fill byte or the constant copied in)
     variables: list[tuple[int, int, int | str]] = field(default_factory=list)
     tuned: list[dict[str, Any]] = field(default_factory=list)  # calls a tuning log gave a generated kernel
+    fallible: bool = False  # some call can fail (lower.fallible): model_invoke then returns its code
 
 
 def _c_bytes(data: bytes) -> str:
@@ -99,6 +100,7 @@ class _Generator:
         self.kept: dict[int, int] = {}  # tail entry offset -> its offset in the program's arena
         self.consts: dict[bytes, str] = {}  # content -> symbol
         self.const_order: list[tuple[str, bytes]] = []
+        self.lists: list[str] = []  # the argument arrays of calls other kernels make (TaskList), in C
 
     # -- addresses --------------------------------------------------------------------------------------------
     def _arena_offset(self, view: np.ndarray) -> int | None:
@@ -133,11 +135,21 @@ class _Generator:
             return f"(mn_word){self._const(arg.data, 'c')}"
         if isinstance(arg, lower.StorageRef):
             return f"(mn_word){self.p}_storage"
+        if isinstance(arg, lower.TaskList):  # n, then (kernel, its argument words) per call
+            words = [str(len(arg.tasks))]
+            for t in arg.tasks:
+                name = f"{self.p}_sub{len(self.lists)}"
+                self.lists.append(f"static const mn_word {name}[] = {{" +
+                                  ", ".join([self.expr(a) for a in t.args] or ["0"]) + "};")
+                words += [f"(mn_word){t.symbol}", f"(mn_word){name}"]
+            name = f"{self.p}_list{len(self.lists)}"
+            self.lists.append(f"static const mn_word {name}[] = {{" + ", ".join(words) + "};")
+            return f"(mn_word){name}"
         if isinstance(arg, lower.TensorRef):
             view = self.it._all_views[arg.subgraph][arg.tensor]
             where = f"tensor {arg.tensor}"
         elif isinstance(arg, lower.ScratchRef):
-            view = self.it._nodes[arg.op].scratch_views[arg.scratch]
+            view = self.it._all_nodes[arg.subgraph][arg.op].scratch_views[arg.scratch]
             where = f"scratch {arg.scratch} of operator {arg.op}"
             if view is None:
                 raise ExportError(f"{where} has no memory")
@@ -173,7 +185,11 @@ class _Generator:
             tasks, generated, tuned = templates.apply(tasks, *self.tuning)
             files.update({t["symbol"]: path for t, path in zip(tuned, generated)})
             files.update({sym: path for path in generated for sym in _KERNEL.findall(path.read_text())})
-        symbols = sorted({t.symbol for t in tasks})
+        def nested(ts: list[lower.Task]) -> set[str]:
+            return {t.symbol for t in ts} | {s for t in ts for a in t.args if isinstance(a, lower.TaskList)
+                                             for s in nested(a.tasks)}
+
+        symbols = sorted(nested(tasks))
         missing = [s for s in symbols if s not in files]
         if missing:
             raise ExportError(f"no C source defines {', '.join(missing)}")
@@ -198,7 +214,8 @@ class _Generator:
         const_bytes = sum(len(b) for _, b in self.const_order)
         ops = [(t.op, it._nodes[t.op].op.op, t.symbol) for t, _ in calls]
         storage = {int(k.id): int(n.inputs[0].nbytes) for n, k in zip(it._nodes, it._kernels) if n.op.op == "Spill"}
-        prog = Program(p, {}, arena, const_bytes, symbols, inputs, outputs, len(calls), ops, storage, variables, tuned)
+        prog = Program(p, {}, arena, const_bytes, symbols, inputs, outputs, len(calls), ops, storage, variables, tuned,
+                       any(lower.fallible(t) for t in tasks))
         prog.files[f"{p}.h"] = self._header(prog)
         prog.files[f"{p}.c"] = self._source(prog, calls)
         prog.files[f"{p}_data.c"] = self._data()
@@ -225,8 +242,16 @@ class _Generator:
                  f"/* Put the variable tensors (recurrent state) in their initial state; call once before {p}_invoke"
                  " and again to start a new stream. Returns 0. */",
                  f"int {p}_init(void);",
-                 f"/* One inference: reads {p}_input(i), writes {p}_output(i). Returns 0. Not reentrant. */",
+                 f"/* One inference: reads {p}_input(i), writes {p}_output(i). Returns 0. Not reentrant. */"
+                 if not prog.fallible else
+                 f"/* One inference: reads {p}_input(i), writes {p}_output(i). Not reentrant. Returns 0, or on a "
+                 f"failure the non-zero code of the kernel that stopped ({lower.GATHER_BAD_POSITION}: a GATHER "
+                 f"position outside its axis; else what {p}_storage returned when a spilled tensor could not be "
+                 f"written or read back): the invoke stopped there, {p}_failed_op names the operator (in model "
+                 "order) and the outputs are not valid. */",
                  f"int {p}_invoke(void);",
+                 *([f"extern int32_t {p}_failed_op;  /* -1 unless the last {p}_invoke failed */"] if prog.fallible
+                   else []),
                  f"void *{p}_input(int i);       /* NULL if i is out of range */",
                  f"const void *{p}_output(int i);", ""]
         if prog.storage:
@@ -251,7 +276,8 @@ class _Generator:
                f'#include "{p}.h"', '#include "mn_kernels.h"', "",
                *(f"void {s}(const mn_word *args);" for s in prog.kernels), "",
                *(f"extern const uint8_t {sym}[{len(blob)}];" for sym, blob in self.const_order), "",
-               f"static uint8_t {p}_arena[{max(prog.arena_bytes, 16)}] __attribute__((aligned(16)));", ""]
+               f"static uint8_t {p}_arena[{max(prog.arena_bytes, 16)}] __attribute__((aligned(16)));", "",
+               *self.lists, *([""] if self.lists else [])]
         for i, (task, args) in enumerate(calls):
             node = self.it._nodes[task.op]
             out.append(f"/* operator {task.op} {node.op.op} */")
@@ -277,8 +303,19 @@ class _Generator:
         for off, n, fill in prog.variables:
             out.append(f"    memset({p}_arena + {off}, {fill}, {n});" if isinstance(fill, int) else
                        f"    memcpy({p}_arena + {off}, {fill}, {n});")
-        out += ["    return 0;", "}", "", f"int {p}_invoke(void) {{"]
-        out += [f"    {task.symbol}({p}_args{i});" for i, (task, _) in enumerate(calls)]
+        out += ["    return 0;", "}", ""]
+        if prog.fallible:  # kernels that can fail leave their code in mn_status: stop there and say where
+            out += ["extern int32_t mn_status;  /* the kernels' error channel (kernels/spill.c) */",
+                    f"int32_t {p}_failed_op = -1;", "", f"static int {p}_stop(int32_t op) {{",
+                    "    const int code = (int)mn_status;", "    mn_status = 0;", f"    {p}_failed_op = op;",
+                    "    return code;", "}", ""]
+        out += [f"int {p}_invoke(void) {{"]
+        if prog.fallible:
+            out.append(f"    {p}_failed_op = -1;")
+        for i, (task, _) in enumerate(calls):
+            out.append(f"    {task.symbol}({p}_args{i});")
+            if lower.fallible(task):
+                out.append(f"    if (mn_status != 0) return {p}_stop({task.op});")
         out += ["    return 0;", "}", "", f"void *{p}_input(int i) {{", "    switch (i) {"]
         out += [f"    case {i}: return {where(io)};" for i, io in enumerate(prog.inputs)]
         out += ["    default: return NULL;", "    }", "}", "", f"const void *{p}_output(int i) {{", "    switch (i) {"]

@@ -17,8 +17,10 @@ from micronn.export.project import Project, load
 from micronn.interpreter import Interpreter
 from micronn.ir import Model, random_inputs
 from micronn.micro.device import DeviceFault
+from micronn.micro.lower import GATHER_BAD_POSITION
 from micronn.micro.target import Target, get_target
 from micronn.micro.toolchain import Toolchain, find_toolchain
+from micronn.storage.base import StorageError
 from micronn.tflite.reader import read
 
 FREESTANDING = ["-ffreestanding", "-fno-builtin"]
@@ -169,6 +171,12 @@ def _run_emulated(proj: Project, elf_path: Path, device: str, xs: list[np.ndarra
             dev.write(arena + io.arena_offset, x.tobytes())
         entries = tuple(syms[k] for k in proj.kernels if k in syms)
         res = dev.execute(syms[f"{p}_invoke"], halt, timeout_s=timeout_s, marks=entries)
+        if f"{p}_failed_op" in syms:  # the invoke's return value: non-zero when a kernel failed
+            regs = dev.registers()
+            code = regs.get("r0", regs.get("a0", 0))
+            if code:
+                op = int.from_bytes(dev.read(syms[f"{p}_failed_op"], 4), "little", signed=True)
+                _failed(proj, device, code, op)
         outs = [np.frombuffer(dev.read(arena + io.arena_offset, io.nbytes), io.dtype).reshape(io.shape).copy()
                 for io in proj.outputs]
         painted = np.frombuffer(dev.read(stack_lo, t.stack_size), np.uint8)
@@ -189,6 +197,16 @@ def _run_emulated(proj: Project, elf_path: Path, device: str, xs: list[np.ndarra
                      {k: v for k, v in sizes.items() if k.startswith(("mn_", f"{p}_"))}, ops)
 
 
+def _failed(proj: Project, device: str, code: int, op: int) -> None:
+    code = code - (1 << 32) if code >= 1 << 31 else code
+    name = next((n for o, n, _ in proj.ops if o == op), "?")
+    what = f"{proj.prefix}_invoke returned {code} at operator {op} ({name})"
+    if code == GATHER_BAD_POSITION:
+        raise InvokeError(f"the firmware failed on {device}: {what}: a GATHER position lies outside its axis")
+    raise StorageError(f"the firmware's storage failed on {device}: {what}; {proj.prefix}_storage could not write "
+                       "or read back a spilled tensor")
+
+
 def _run_host(proj: Project, xs: list[np.ndarray]) -> list[np.ndarray]:
     tc = find_toolchain(get_target("host"))
     sources, _ = _sources(proj, host=True)
@@ -200,7 +218,9 @@ def _run_host(proj: Project, xs: list[np.ndarray]) -> list[np.ndarray]:
     getattr(lib, f"{p}_init")()
     for i, x in enumerate(xs):
         ctypes.memmove(getattr(lib, f"{p}_input")(i), x.ctypes.data, x.nbytes)
-    getattr(lib, f"{p}_invoke")()
+    code = getattr(lib, f"{p}_invoke")()
+    if code and hasattr(lib, f"{p}_failed_op"):
+        _failed(proj, "host", code, ctypes.c_int32.in_dll(lib, f"{p}_failed_op").value)
     return [np.frombuffer(ctypes.string_at(getattr(lib, f"{p}_output")(i), io.nbytes), io.dtype).reshape(io.shape)
             .copy() for i, io in enumerate(proj.outputs)]
 
@@ -219,11 +239,18 @@ def run(project: Project | str | os.PathLike, inputs: list[np.ndarray] | None = 
     it = Interpreter(model)
     for i, x in enumerate(xs):
         it.set_input(x, i)
-    it.invoke()
+    try:
+        it.invoke()
+    except InvokeError as e:  # the firmware must fail too (its invoke returns the code): run it to see that it does
+        failed: InvokeError | None = e
+    else:
+        failed = None
     expected = [it.get_output(i).copy() for i in range(len(proj.outputs))]
     device = device or proj.target
     if device == "host":
-        return RunResult("host", _run_host(proj, xs), expected)
+        result = RunResult("host", _run_host(proj, xs), expected)
+        _check_failed(failed, device)
+        return result
     elf_path = build(proj, toolchain)
     image = proj.path / f"{proj.prefix}.elf"
     try:
@@ -234,5 +261,12 @@ def run(project: Project | str | os.PathLike, inputs: list[np.ndarray] | None = 
         result = _run_emulated(proj, elf_path, device, xs, timeout_s)
     except DeviceFault as e:
         raise MicronnError(f"the firmware faulted on {device}: {e}") from e
+    _check_failed(failed, device)
     result.expected, result.image = expected, str(image)
     return result
+
+
+def _check_failed(failed: InvokeError | None, device: str) -> None:
+    """The interpreter's invoke failed but the firmware's returned 0: its outputs cannot be trusted."""
+    if failed is not None:
+        raise InvokeError(f"micronn's interpreter failed ({failed}) but the firmware's invoke on {device} did not")

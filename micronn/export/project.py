@@ -113,6 +113,17 @@ clean:
 """
 
 
+def _storage_note(proj: Project) -> str:
+    if not proj.storage_bytes:
+        return ""
+    p = proj.prefix
+    return f"""
+Spilled tensors ({proj.storage_bytes:,} bytes) go through `{p}_storage()` (`{p}_storage.c`: a memory area in the
+STORAGE region; put your board's external RAM or flash driver there). When it returns non-zero, `{p}_invoke()`
+stops and returns that code, `{p}_failed_op` names the operator, and the outputs are not valid.
+"""
+
+
 def _readme(proj: Project, source: str, t: Target) -> str:
     p, startup = proj.prefix, startup_file(t)
     riscv = t.arch == "riscv"
@@ -130,7 +141,7 @@ every argument fixed at build time: no interpreter, no flatbuffer, no allocation
 - Flash: {proj.const_bytes:,} bytes of weights and per-channel parameters (`{p}_data.c`), plus the code.
 
 {ios}
-
+{_storage_note(proj)}
 ## Use it from an application
 
 ```c

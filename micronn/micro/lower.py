@@ -26,9 +26,10 @@ from micronn.errors import MicronnError, UnsupportedError
 from micronn.kernels.transpose_conv import transpose_conv_padding
 
 KERNELS = pathlib.Path(__file__).parent / "kernels"
-# the ops whose kernels may run with their output placed over their input (see module docstring)
+# the ops whose kernels may run with their output placed over their input (see module docstring); WHILE copies
+# its state in the interpreter's order over the same arena bytes, so any overlap gives the interpreter's result
 STREAMING = frozenset({"RESHAPE", "QUANTIZE", "PAD", "PADV2", "CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D",
-                       "MAX_POOL_2D"})
+                       "MAX_POOL_2D", "WHILE", "STRIDED_SLICE", "CONCATENATION"})
 INT_TYPES = {"int8": 0, "uint8": 1, "int16": 2, "int32": 3}  # mn_load / mn_store type codes
 
 
@@ -46,10 +47,12 @@ class TensorRef:
 
 @dataclass(frozen=True)
 class ScratchRef:
-    """The address of scratch buffer ``scratch`` that operator ``op`` requested in prepare."""
+    """The address of scratch buffer ``scratch`` that operator ``op`` (of subgraph ``subgraph``) requested in
+    prepare."""
 
     op: int
     scratch: int
+    subgraph: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,7 +71,15 @@ class StorageRef:
     function its application declares (each learns the ids and sizes from the model's Spill operators)."""
 
 
-Arg = int | TensorRef | ScratchRef | ConstRef | StorageRef
+@dataclass(frozen=True, eq=False)
+class TaskList:
+    """The address of a list of kernel calls another kernel makes (a control-flow operator's subgraph): the words
+    ``n, fn_0, args_0, ..., fn_n-1, args_n-1`` (kernel address, address of its packed argument words)."""
+
+    tasks: list[Task]
+
+
+Arg = int | TensorRef | ScratchRef | ConstRef | StorageRef | TaskList
 
 
 @dataclass
@@ -109,22 +120,24 @@ def _wrap(a: np.ndarray) -> np.ndarray:
     return ((np.asarray(a, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
 
 
-def _placements(interp: Any) -> dict[int, tuple[int, int]]:
-    """Main-subgraph tensor -> (arena offset, bytes), from the interpreter's plan."""
+def _placements(interp: Any, subgraph: int = 0) -> dict[int, tuple[int, int]]:
+    """Tensor of ``subgraph`` -> (arena offset, bytes), from the interpreter's plan."""
     return {b["tensor"]: (b["offset"], b["size"]) for b in interp.arena_report()["buffers"]
-            if b["kind"] == "tensor" and b["subgraph"] == 0}
+            if b["kind"] == "tensor" and b["subgraph"] == subgraph}
 
 
 class _Op:
     """What the lowering of one operator needs: its node, kernel, tensors and where they lie in the arena."""
 
-    def __init__(self, interp: Any, index: int, places: dict[int, tuple[int, int]]):
-        self.index, self.node, self.k = index, interp._nodes[index], interp._kernels[index]
+    def __init__(self, interp: Any, index: int, places: dict[int, tuple[int, int]], subgraph: int = 0):
+        self.interp, self.subgraph = interp, subgraph
+        self.index, self.node = index, interp._all_nodes[subgraph][index]
+        self.k = interp._all_kernels[subgraph][index]
         self.op = self.node.op
         self.name, self.places = self.op.op, places
 
     def ref(self, t: int) -> TensorRef:
-        return TensorRef(0, t)
+        return TensorRef(self.subgraph, t)
 
     def inp(self, i: int) -> TensorRef:
         return self.ref(self.op.inputs[i])
@@ -155,10 +168,17 @@ def _requant_args(mults: np.ndarray, shifts: np.ndarray, n: int) -> list[Arg]:
             _i32(np.broadcast_to(np.asarray(shifts).reshape(-1), (n,)))]
 
 
-def _biases(k: Any, channels: int, wsum: np.ndarray) -> list[ConstRef]:
-    """(bias, bias + input_offset * sum(weights)) per output channel, wrapped to int32 like the accumulators."""
+def _biases(k: Any, channels: int, wsum: np.ndarray, win: Any = None, fh: int = 1, fw: int = 1) -> list[ConstRef]:
+    """(bias, bias + input_offset * sum(weights)) per output channel, wrapped to int32 like the accumulators.
+
+    Kernels read the plain bias only for windows the input's border cuts; when the window ``win`` of an
+    ``fh`` x ``fw`` filter cuts none, both words are the full bias, so the program holds one array, not two."""
     bias = np.asarray(k.bias, np.int64).reshape(-1)[:channels] if k.bias is not None else np.zeros(channels, np.int64)
-    return [_i32(bias), _i32(_wrap(bias - int(k.in_zp) * wsum.astype(np.int64)))]
+    full = _i32(_wrap(bias - int(k.in_zp) * wsum.astype(np.int64)))
+    uncut = win is not None and win.pad_top <= 0 and win.pad_left <= 0 and \
+        (win.out_h - 1) * win.stride_h - win.pad_top + (fh - 1) * win.dilation_h < win.in_h and \
+        (win.out_w - 1) * win.stride_w - win.pad_left + (fw - 1) * win.dilation_w < win.in_w
+    return [full if uncut else _i32(bias), full]
 
 
 def _check_int8(o: _Op, kind: str) -> None:
@@ -173,7 +193,7 @@ def _conv(o: _Op) -> list[Task]:
     _check_int8(o, k.kind)
     w, win = k.weights(o.node), k.win
     oc, fh, fw, fc = w.shape
-    return [o.task("mn_conv_2d_s8", o.out(), o.inp(0), o.inp(1), *_biases(k, oc, w.reshape(oc, -1).sum(1)),
+    return [o.task("mn_conv_2d_s8", o.out(), o.inp(0), o.inp(1), *_biases(k, oc, w.reshape(oc, -1).sum(1), win, fh, fw),
                    *_requant_args(k.mults, k.shifts, oc), inp.shape[0], win.in_h, win.in_w, inp.shape[3],
                    win.out_h, win.out_w, oc, fh, fw, fc, win.stride_h, win.stride_w, win.dilation_h, win.dilation_w,
                    win.pad_top, win.pad_left, -int(k.in_zp), int(k.out_zp), int(k.act_min), int(k.act_max),
@@ -186,7 +206,7 @@ def _depthwise(o: _Op) -> list[Task]:
     w, win = k.weights(o.node), k.win
     _, fh, fw, oc = w.shape
     return [o.task("mn_depthwise_conv_2d_s8", o.out(), o.inp(0), o.inp(1),
-                   *_biases(k, oc, w.reshape(-1, oc).sum(0)), *_requant_args(k.mults, k.shifts, oc),
+                   *_biases(k, oc, w.reshape(-1, oc).sum(0), win, fh, fw), *_requant_args(k.mults, k.shifts, oc),
                    inp.shape[0], win.in_h, win.in_w, inp.shape[3], win.out_h, win.out_w, k.mult, fh, fw,
                    win.stride_h, win.stride_w, win.dilation_h, win.dilation_w, win.pad_top, win.pad_left,
                    -int(k.in_zp), int(k.out_zp), int(k.act_min), int(k.act_max), int(o.overlaps()))]
@@ -267,6 +287,8 @@ def _shape(o: _Op) -> list[Task]:
 
 
 def _strided_slice(o: _Op) -> list[Task]:
+    """A slice the plan placed exactly where its bytes lie in the input (micronn's stripes: a contiguous run of
+    rows) is already computed: no task. Any other overlap is refused."""
     inp = o.node.inputs[0]
     size = inp.dtype.itemsize
     strides = [int(np.prod(inp.shape[a + 1:], dtype=np.int64)) * size for a in range(len(inp.shape))]
@@ -279,18 +301,41 @@ def _strided_slice(o: _Op) -> list[Task]:
             first = index
             axes.append((1, 0))
         start += first * stride
+    if o.overlaps():
+        src = o.places.get(o.op.inputs[0])
+        runs = [(n, st) for n, st in axes if n > 1]  # contiguous: each run steps over the runs inside it
+        expected = [(n, int(np.prod([m for m, _ in runs[i + 1:]], dtype=np.int64)) * size)
+                    for i, (n, _) in enumerate(runs)]
+        if src is None or runs != expected or o.places[o.op.outputs[0]][0] != src[0] + start:
+            raise LowerError(f"operator {o.index} (STRIDED_SLICE): its output overlaps its input other than as the "
+                             "slice's own bytes, which its device kernel does not support")
+        return []  # the plan put the slice where its bytes already are
     axes = [(1, 0)] * (4 - len(axes)) + axes
     return [o.task("mn_strided_slice", o.out(), o.inp(0), size, start, *(v for a in axes for v in a))]
 
 
 def _concatenation(o: _Op) -> list[Task]:
+    """Parts the plan placed exactly at their place in the output (micronn's stripes, one block each) are copied
+    onto themselves, which leaves them as they are; any other overlap is refused."""
     out, axis = o.node.outputs[0], o.k.axis
     size, pairs = out.dtype.itemsize, []
+    outer = int(np.prod(out.shape[:axis], dtype=np.int64))
+    at = o.places.get(o.op.outputs[0], (0, 0))[0]
     for i, t in enumerate(o.node.inputs):
         shape = tuple(t.shape) if o.name == "CONCATENATION" else (*t.shape[:axis], 1, *t.shape[axis:])
-        pairs += [o.inp(i), int(np.prod(shape[axis:], dtype=np.int64)) * size]
-    return [o.task("mn_concatenation", o.out(), int(np.prod(out.shape[:axis], dtype=np.int64)), len(o.node.inputs),
-                   *pairs)]
+        row = int(np.prod(shape[axis:], dtype=np.int64)) * size
+        if o.overlaps() and o.name == "CONCATENATION":
+            p, o_place = o.places.get(o.op.inputs[i]), o.places[o.op.outputs[0]]
+            if p is not None and p[0] < o_place[0] + o_place[1] and o_place[0] < p[0] + p[1] and \
+                    (outer != 1 or p[0] != at):
+                raise LowerError(f"operator {o.index} (CONCATENATION): input {i} overlaps the output other than at "
+                                 "its own place in it, which its device kernel does not support")
+        pairs += [o.inp(i), row]
+        at += row
+    if o.overlaps() and o.name != "CONCATENATION":
+        raise LowerError(f"operator {o.index} ({o.name}): its output overlaps an input, which its device kernel does "
+                         "not support")
+    return [o.task("mn_concatenation", o.out(), outer, len(o.node.inputs), *pairs)]
 
 
 def _pad(o: _Op) -> list[Task]:
@@ -332,8 +377,8 @@ def lowering(op: str, *dtypes: str, streaming: bool = False
     return register
 
 
-def _lower(interp: Any, op_index: int, places: dict[int, tuple[int, int]]) -> list[Task]:
-    o = _Op(interp, op_index, places)
+def _lower(interp: Any, op_index: int, places: dict[int, tuple[int, int]], subgraph: int = 0) -> list[Task]:
+    o = _Op(interp, op_index, places, subgraph)
     first = next((t for t in o.node.inputs if t is not None), None)
     key = (o.name, first.dtype.name if first is not None else "")
     fn = TYPED.get(key) or LOWERINGS.get(o.name)
@@ -344,7 +389,77 @@ def _lower(interp: Any, op_index: int, places: dict[int, tuple[int, int]]) -> li
     if not streams and o.overlaps():
         raise LowerError(f"operator {op_index} ({o.name}): its output overlaps an input in the plan, which its "
                          "device kernel does not support")
-    return fn(o)
+    tasks = fn(o)
+    if subgraph:  # the lowerings name scratch buffers by operator index alone
+        for t in tasks:
+            t.args = [ScratchRef(a.op, a.scratch, subgraph) if isinstance(a, ScratchRef) else a for a in t.args]
+    return tasks
+
+
+def _subgraph_tasks(interp: Any, subgraph: int) -> list[Task]:
+    """Every operator of ``subgraph`` as tasks (each unsupported pair reported at once)."""
+    places, tasks, missing = _placements(interp, subgraph), [], []
+    for i in range(len(interp._all_nodes[subgraph])):
+        try:
+            tasks += _lower(interp, i, places, subgraph)
+        except UnsupportedError as e:
+            missing += e.pairs
+    if missing:
+        raise UnsupportedError(missing)
+    return tasks
+
+
+def _while(o: _Op) -> list[Task]:
+    """WHILE as one kernel (kernels/while.c) that runs the cond and body subgraphs' tasks as lists and copies
+    the loop state between the operator's tensors and theirs, in the interpreter's order."""
+    k, it = o.k, o.interp
+    cond, body = k.cond.index, k.body.index
+    sg = it.model.subgraphs
+    fields = []
+    for i in range(len(o.op.inputs)):
+        refs = [o.inp(i), o.out(i), TensorRef(cond, sg[cond].inputs[i]), TensorRef(body, sg[body].inputs[i]),
+                TensorRef(body, sg[body].outputs[i])]
+        sizes = {int(it._all_views[r.subgraph][r.tensor].nbytes) for r in refs}
+        if len(sizes) != 1:
+            raise LowerError(f"operator {o.index} (WHILE): loop state {i} has different byte counts "
+                             f"{sorted(sizes)} in the operator and its subgraphs; the copies would fail")
+        fields += [*refs, sizes.pop()]
+    flag = TensorRef(cond, sg[cond].outputs[0])
+    return [o.task("mn_while", flag, TaskList(_subgraph_tasks(it, cond)), TaskList(_subgraph_tasks(it, body)),
+                   len(o.op.inputs), *fields)]
+
+
+def _gather(o: _Op) -> list[Task]:
+    k, out = o.k, o.node.outputs[0]
+    batch, outer, axis, inner = (int(v) for v in k.in_shape)
+    count = int(np.prod(o.node.inputs[1].shape, dtype=np.int64)) // max(batch, 1)
+    return [o.task("mn_gather", o.out(), o.inp(0), o.inp(1), batch, outer, axis, inner * out.dtype.itemsize, count)]
+
+
+def _split(o: _Op) -> list[Task]:
+    k, inp = o.k, o.node.inputs[o.k.data]
+    shape, size = [int(d) for d in inp.shape], inp.dtype.itemsize
+    outer, inner = int(np.prod(shape[:k.axis], dtype=np.int64)), int(np.prod(shape[k.axis + 1:], dtype=np.int64))
+    parts, offset = [], 0
+    for i, t in enumerate(o.node.outputs):
+        n = int(t.shape[k.axis]) * inner * size
+        parts += [o.out(i), offset, n]
+        offset += n
+    return [o.task("mn_split", o.inp(k.data), outer, shape[k.axis] * inner * size, len(o.node.outputs), *parts)]
+
+
+LOWERINGS.update({"WHILE": _while, "GATHER": _gather, "SPLIT": _split, "SPLIT_V": _split})
+
+# Kernels that can fail: they stop and leave a non-zero code in ``mn_status`` (a storage function's return, or
+# GATHER_BAD_POSITION), which whoever runs the tasks reads after them and clears.
+FALLIBLE = frozenset({"mn_spill", "mn_fetch", "mn_fetch_conv_2d_s8", "mn_gather"})
+GATHER_BAD_POSITION = -1001  # kernels/gather.c
+
+
+def fallible(task: Task) -> bool:
+    """Whether ``task`` (or a call it makes) can fail."""
+    return task.symbol in FALLIBLE or any(isinstance(a, TaskList) and any(fallible(t) for t in a.tasks)
+                                          for a in task.args)
 
 
 def lower(interp: Any, op_index: int) -> list[Task]:

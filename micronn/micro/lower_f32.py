@@ -1,5 +1,5 @@
 """Lowerings of float32 operators (kernel family ``f32``): FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D,
-AVERAGE_POOL_2D, MAX_POOL_2D, SOFTMAX and EXP.
+AVERAGE_POOL_2D, MAX_POOL_2D, SOFTMAX, EXP, ADD, SUB, MUL, LOGISTIC and TANH.
 
 The kernels (``kernels/*_f32.c``) read weights and biases straight from their tensors: float kernels have nothing
 to fold ahead of time, so each task carries the geometry and the float parameters (activation range, beta) from
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from micronn.micro.lower import Arg, LowerError, Task, _Op, lowering
+from micronn.micro.lower_elementwise import binary_walk, check_in_place
 
 
 def f32_bits(value: Any) -> int:
@@ -89,3 +90,25 @@ def exp(o: _Op) -> list[Task]:
                          "would overwrite before reading")
     size = int(np.prod(o.node.inputs[0].shape, dtype=np.int64))
     return [o.task("mn_exp_f32", o.out(), o.inp(0), size)] if size else []
+
+
+@lowering("ADD", "float32", streaming=True)
+@lowering("SUB", "float32", streaming=True)
+@lowering("MUL", "float32", streaming=True)
+def binary(o: _Op) -> list[Task]:
+    """The clamp range and the NaN order (``swap``) are the Python kernel's; exactly in place is fine."""
+    k = o.k
+    if any(t is None or t.dtype != np.float32 for t in [*o.node.inputs[:2], o.node.outputs[0]]):
+        raise o.unsupported("float32 with operands of another type")
+    check_in_place(o)
+    return [o.task(f"mn_{o.name.lower()}_f32", o.out(), o.inp(0), o.inp(1), f32_bits(k.lo), f32_bits(k.hi),
+                   int(bool(getattr(k, "swap", False))), *binary_walk(o))]
+
+
+@lowering("LOGISTIC", "float32", streaming=True)
+@lowering("TANH", "float32", streaming=True)
+def squashing(o: _Op) -> list[Task]:
+    """Front to back, each element read before it is written: exactly in place is fine."""
+    check_in_place(o)
+    size = int(np.prod(o.node.inputs[0].shape, dtype=np.int64))
+    return [o.task(f"mn_{o.name.lower()}_f32", o.out(), o.inp(0), size)] if size else []

@@ -3,8 +3,8 @@ around them in micro_speech's ``audio_preprocessor_int8``.
 
 Signal ops: SignalWindow, SignalFftAutoScale, SignalRfft (int16 and int32), SignalEnergy, SignalFilterBank,
 SignalFilterBankSquareRoot, SignalFilterBankSpectralSubtraction, SignalPCAN and SignalFilterBankLog. Integer ops:
-ADD, SUB and MUL (int32 raw, int16 quantized), DIV (int32), MAXIMUM and MINIMUM (int16, int32), and CAST between
-int8, int16, int32, uint32 and bool.
+ADD, SUB and MUL (int32 raw, int16 quantized), DIV (int32), MAXIMUM and MINIMUM (int16, int32), CAST between
+int8, int16, int32, uint32 and bool, and the comparisons and logical ops a WHILE loop's condition uses.
 
 Every parameter is read off the Python kernel's prepare: the FFT's digit-reversal order, radix plan and rounded
 twiddles, the filter bank's bands, the per-channel smoothing coefficients, the log's correction table; they go
@@ -25,7 +25,7 @@ import numpy as np
 
 from micronn.kernels.signal_filter_bank_log import CORRECTION
 from micronn.micro.lower import INT_TYPES, ConstRef, LowerError, ScratchRef, Task, _i32, _Op, lowering
-from micronn.micro.lower_elementwise import binary_walk, check_in_place
+from micronn.micro.lower_elementwise import _contiguous, binary_walk, check_in_place, walk
 
 # uint32 is read and written as its int32 bits, bool read as its byte (0 or 1)
 CAST_TYPES = {**INT_TYPES, "uint32": INT_TYPES["int32"], "bool": INT_TYPES["uint8"]}
@@ -227,3 +227,42 @@ def _cast(o: _Op) -> list[Task]:
         raise o.unsupported(f"{src} -> {dst}")
     return [o.task("mn_cast", o.out(), o.inp(0), _count(o), CAST_TYPES[src],
                    CAST_BOOL if dst == "bool" else CAST_TYPES[dst], _cast_backward(o))]
+
+
+# ---- comparisons and logical ops (a loop's condition) ----------------------------------------------------------
+
+COMPARE_OPS = {"EQUAL": 0, "NOT_EQUAL": 1, "LESS": 2, "LESS_EQUAL": 3, "GREATER": 4, "GREATER_EQUAL": 5}
+COMPARE_TYPES = {"bool": 0, "int16": 1, "int32": 2, "int64": 3, "float32": 4}
+
+
+def _sized_walk(o: _Op) -> list[int]:
+    """binary_walk with the output's element size apart from the inputs' (a bool result of wider operands)."""
+    (a, b), out = o.node.inputs[:2], o.node.outputs[0]
+    shape, osz, isz = [int(d) for d in out.shape], out.dtype.itemsize, a.dtype.itemsize
+    if tuple(a.shape) == tuple(b.shape):
+        return walk(o, [int(np.prod(shape, dtype=np.int64))], [osz], [isz], [isz])
+    steps = []
+    for t in (a, b):
+        s = [int(d) for d in t.shape]
+        s = [1] * (len(shape) - len(s)) + s
+        steps.append([0 if d == 1 else st for d, st in zip(s, _contiguous(s, isz))])
+    return walk(o, shape, _contiguous(shape, osz), *steps)
+
+
+@lowering("EQUAL", *COMPARE_TYPES)
+@lowering("NOT_EQUAL", *COMPARE_TYPES)
+@lowering("LESS", *COMPARE_TYPES)
+@lowering("LESS_EQUAL", *COMPARE_TYPES)
+@lowering("GREATER", *COMPARE_TYPES)
+@lowering("GREATER_EQUAL", *COMPARE_TYPES)
+def _compare(o: _Op) -> list[Task]:
+    kind = o.node.inputs[0].dtype.name
+    return [o.task("mn_compare", o.out(), o.inp(0), o.inp(1), COMPARE_OPS[o.name], COMPARE_TYPES[kind],
+                   *_sized_walk(o))]
+
+
+@lowering("LOGICAL_AND", "bool", streaming=True)
+@lowering("LOGICAL_OR", "bool", streaming=True)
+def _logical(o: _Op) -> list[Task]:
+    check_in_place(o)
+    return [o.task("mn_logical", o.out(), o.inp(0), o.inp(1), int(o.name == "LOGICAL_OR"), *binary_walk(o))]

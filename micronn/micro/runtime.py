@@ -18,6 +18,7 @@ from micronn.ir import Model, random_inputs
 from micronn.micro import lower, templates
 from micronn.micro.session import Session, SessionError
 from micronn.micro.target import Target
+from micronn.storage.base import StorageError
 from micronn.tflite.reader import Source
 
 
@@ -53,6 +54,8 @@ class DeviceModel:
         self.ops = [(n.index, n.op.op) for n in it._nodes]
         self.tasks = [(mod[t.symbol].addr, lower.pack(t, self.resolve, sess.word_size), t.symbol, t.op)
                       for t in tasks]
+        # kernels that can fail leave their code in mn_status (lower.FALLIBLE): read after a flush
+        self._status = mod.symbols.get("mn_status") if any(lower.fallible(t) for t in tasks) else None
 
     def _in_arena(self, view: np.ndarray) -> int | None:
         off = _addr(view) - self.arena_host
@@ -91,14 +94,14 @@ class DeviceModel:
 
     def resolve(self, ref: Any) -> int:
         """The device address of a TensorRef, ScratchRef, ConstRef or StorageRef."""
-        from micronn.micro.lower import ConstRef, ScratchRef, StorageRef, TensorRef
+        from micronn.micro.lower import ConstRef, ScratchRef, StorageRef, TaskList, TensorRef
 
         if isinstance(ref, TensorRef):
             view = self.interp._all_views[ref.subgraph][ref.tensor]
             addr = self._in_arena(view)
             return addr if addr is not None else self._const(("t", ref.subgraph, ref.tensor), view)
         if isinstance(ref, ScratchRef):
-            addr = self._in_arena(self.interp._nodes[ref.op].scratch_views[ref.scratch])
+            addr = self._in_arena(self.interp._all_nodes[ref.subgraph][ref.op].scratch_views[ref.scratch])
             if addr is None:
                 raise InvokeError(f"scratch buffer {ref.scratch} of operator {ref.op} is not in the arena")
             return addr
@@ -106,6 +109,13 @@ class DeviceModel:
             return self._const(("c", id(ref)), ref.data)
         if isinstance(ref, StorageRef):
             return self._storage()
+        if isinstance(ref, TaskList):  # n, then (kernel address, address of its argument words) per call
+            ws = self.sess.word_size
+            words = [len(ref.tasks)]
+            for t in ref.tasks:
+                packed = np.frombuffer(lower.pack(t, self.resolve, ws), np.uint8)
+                words += [self._module[t.symbol].addr, self._const(("a", id(t)), packed)]
+            return self._const(("l", id(ref)), np.array(words, f"<u{ws}"))
         raise InvokeError(f"cannot resolve {ref!r} to a device address")
 
     def _io(self, tensors: list[int]) -> list[tuple[int, np.ndarray]]:
@@ -132,6 +142,15 @@ class DeviceModel:
             self.sess.enqueue(fn, args, name)
         self.sess.sync()
         self.profile = self.sess.profile
+        if self._status is not None:
+            code = int.from_bytes(self.sess.read(self._status, 4), "little", signed=True)
+            if code:
+                self.sess.write(self._status, bytes(4))
+                if code == lower.GATHER_BAD_POSITION:
+                    raise InvokeError("a GATHER position lies outside its axis (TFLM fails the invoke too); the "
+                                      "outputs are not valid")
+                raise StorageError(f"a Spill or Fetch task's storage call failed on the device with code {code}: "
+                                   "a spilled tensor could not be written or read back, so the outputs are not valid")
         return [np.frombuffer(self.sess.read(a, v.nbytes), v.dtype).reshape(v.shape).copy()
                 for a, v in self._io(sg.outputs)]
 

@@ -17,9 +17,11 @@ from conftest import model_path
 import micronn
 from micronn import export
 from micronn.errors import MicronnError, UnsupportedError
+from micronn.ir import random_inputs
 from micronn.micro import Target
 from micronn.micro.gdb import qemu_available
 from micronn.micro.target import Region
+from micronn.testing import T, op_model, run_tflm
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_MODELS = ROOT / "tests" / "models"
@@ -27,6 +29,7 @@ TEST_MODELS = ROOT / "tests" / "models"
 FIRMWARE = ["audio_preprocessor_int8", "hello_world_float", "hello_world_int8", "keyword_scrambled",
             "micro_speech_quantized", "person_detect", "tiny_unet", "tiny_unet_static", "trained_lstm_int8",
             "anomaly_autoencoder_int8", "float_cnn", "kws_ds_cnn_int16x8", "lstm_float", "lstm_int8",
+            "lstm_keras3_while_float",
             "mobilenet_v2_pad_int8", "resnet_tiny_int8", "unet_wide_int8", "vnet_like_int8",
             "vww_mobilenet_96x96x3_int8"]
 EMULATED = ["audio_preprocessor_int8", "hello_world_float", "hello_world_int8", "keyword_scrambled",
@@ -104,6 +107,45 @@ def test_tinyseg_firmware_spills_to_the_projects_storage(tmp_path: Path) -> None
     assert res.flash_bytes < res.sections[".storage"]["address"] - 0x0
 
 
+FAILING_STORAGE = """#include "model.h"
+/* a board whose external memory takes writes but reads nothing back */
+int model_storage(uint32_t id, uint32_t offset, void *buf, uint32_t n, uint32_t write) {
+    (void)id; (void)offset; (void)buf; (void)n;
+    return write ? 0 : -7;
+}
+"""
+
+
+@pytest.mark.parametrize("device", ["host", "cortex-m4"])
+def test_failing_storage_stops_the_invoke_with_its_code(tmp_path: Path, device: str) -> None:
+    """model_invoke returns the storage function's code at the first failed read and model_failed_op names the
+    operator; run() turns that into a StorageError instead of comparing outputs that were never computed."""
+    if device != "host" and importlib.util.find_spec("unicorn") is None:
+        pytest.skip("unicorn is not installed")
+    from micronn.storage.base import StorageError
+
+    proj = export.export(path_of("tiny_unet"), tmp_path / "tu", optimize=True)
+    assert "if (mn_status != 0) return model_stop(" in (proj.path / "model.c").read_text()
+    (proj.path / "model_storage.c").write_text(FAILING_STORAGE)
+    with pytest.raises(StorageError, match=r"model_invoke returned -7 at operator \d+ \((Fetch|FetchConv2D)\)"):
+        export.run(proj, device=device)
+
+
+@pytest.mark.parametrize("device", ["host", "cortex-m4"])
+def test_gather_position_outside_the_axis_stops_the_firmware(tmp_path: Path, device: str) -> None:
+    """model_invoke returns GATHER's error code and names the operator; run() raises instead of comparing."""
+    if device != "host" and importlib.util.find_spec("unicorn") is None:
+        pytest.skip("unicorn is not installed")
+    from micronn.errors import InvokeError
+
+    model = op_model("GATHER", [T((6, 3), "float32"), T((2,), "int32")], [T((2, 3), "float32")])
+    proj = export.export(model, tmp_path / "g")
+    x = np.arange(18, dtype=np.float32).reshape(6, 3)
+    assert export.run(proj, [x, np.array([5, 0], np.int32)], device=device).identical
+    with pytest.raises(InvokeError, match=r"model_invoke returned -1001 at operator 0 \(GATHER\)"):
+        export.run(proj, [x, np.array([0, -1], np.int32)], device=device)
+
+
 @needs_unicorn
 def test_recurrent_state_carries_over_and_init_resets_it(tmp_path: Path) -> None:
     """keyword_scrambled's SVDF state lives in the arena: run() starts from init like a fresh interpreter."""
@@ -153,8 +195,8 @@ def test_bad_input_is_refused_before_writing(tmp_path: Path) -> None:
     with pytest.raises(export.ExportError, match="flash"):
         export.export(path_of("person_detect"), tmp_path / "b",
                       Target("small-flash", "cortex_m4", Region(0, 64 << 10), Region(0x2000_0000, 1 << 20)))
-    with pytest.raises(UnsupportedError, match="WHILE"):  # control flow has no C kernel
-        export.export(path_of("lstm_keras3_while_float"), tmp_path / "c")
+    with pytest.raises(UnsupportedError, match="SQRT"):  # no C kernel
+        export.export(op_model("SQRT", [T((4,), "float32")], [T((4,), "float32")]), tmp_path / "c")
     with pytest.raises(MicronnError, match="host"):
         export.export(path_of("hello_world_int8"), tmp_path / "d", "host")
     with pytest.raises(export.ExportError, match="C identifier"):
@@ -195,5 +237,8 @@ def test_tuned_kernels_from_a_tuning_log(tmp_path: Path) -> None:
     generated = [k for k in proj.kernels if k.startswith(("mn_conv_2d_1x1_", "mn_depthwise_conv_2d_"))]
     assert proj.tuned == 28 and len(generated) >= 10 and all(f"{k}.c" in proj.files for k in generated)
     assert export.run(proj, device="host").identical  # the generated C's portable path
-    tuned = export.run(proj)
+    xs = random_inputs(micronn.tflite.reader.read(path_of("person_detect").read_bytes()), seed=4)
+    tuned = export.run(proj, xs)
     assert tuned.identical and tuned.instructions < 0.5 * 41_785_729  # the untuned firmware's count
+    wheel = run_tflm(path_of("person_detect").read_bytes(), xs)  # the oracle itself, not only the interpreter
+    assert [o.tobytes() for o in tuned.outputs] == [w.tobytes() for w in wheel]

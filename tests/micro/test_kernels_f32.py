@@ -3,14 +3,13 @@
 On the host, operator by operator over the interpreter's own arena (``check_ops`` of ``test_kernels``): the two
 float models (hello_world_float, float_cnn) and single-op models for the edge cases they do not reach (padding,
 strides, dilations, groups, depth multipliers, activations, missing biases, batches, non-finite and subnormal
-values). The C expf is checked on its own against C's expf and the exact exponential. Then each model whole on the
+values). The C expf is checked on its own against C's expf. Then each model whole on the
 emulated Cortex-M4 (soft-float), and every f32 kernel cross-compiled as freestanding C.
 """
 
 from __future__ import annotations
 
 import ctypes
-import decimal
 import inspect
 import re
 import subprocess
@@ -198,17 +197,10 @@ def test_nan_inputs(lib: ctypes.CDLL, case: str) -> None:
 # ---- expf -----------------------------------------------------------------------------------------------------------
 
 
-def exact_exp_distance(x: float, y: float) -> decimal.Decimal:
-    with decimal.localcontext() as ctx:
-        ctx.prec = 60
-        return abs(decimal.Decimal(x).exp() - decimal.Decimal(float(y)))
-
-
-def test_expf_against_c_and_exact(lib: ctypes.CDLL) -> None:
-    """mn_f32_exp on a million inputs over expf's whole finite range (and a dense grid around 0), through the EXP
-    kernel: where it differs from the reference (C's expf), it is exactly one ulp away and strictly closer to the
-    exact exponential, i.e. the reference is the one misrounding (glibc's expf is accurate to 0.502 ulp, not
-    correctly rounded); and such inputs are rare (about 1 in 2,000 here; 1 in 13,000 of all floats in [-104, 100])."""
+def test_expf_is_the_c_librarys(lib: ctypes.CDLL) -> None:
+    """The EXP kernel (mn_libm.h's expf) on a million inputs over expf's whole finite range and a dense grid around
+    0 gives the reference's bits (C's expf, which is not correctly rounded: a correctly rounded exp differs from it
+    on about 1 in 13,000 floats in [-104, 100])."""
     rng = np.random.default_rng(7)
     xs = np.concatenate([rng.uniform(-104, 89, 600_000), rng.uniform(-1, 1, 200_000),
                          rng.uniform(-1e-3, 1e-3, 200_000)]).astype(np.float32)
@@ -222,10 +214,7 @@ def test_expf_against_c_and_exact(lib: ctypes.CDLL) -> None:
     Host(lib, it).run(lower.lower_model(it))
     got = it.get_output(0).copy()
     differ = np.flatnonzero(got.view(np.int32) != want.view(np.int32))
-    assert len(differ) <= xs.size // 1000, f"{len(differ)} of {xs.size} differ"
-    for i in differ:
-        assert abs(int(got.view(np.int32)[i]) - int(want.view(np.int32)[i])) == 1
-        assert exact_exp_distance(float(xs[i]), got[i]) < exact_exp_distance(float(xs[i]), want[i]), float(xs[i])
+    assert len(differ) == 0, f"{len(differ)} of {xs.size} differ, e.g. at x = {xs[differ[:3]]}"
 
 
 def test_expf_limits(lib: ctypes.CDLL) -> None:

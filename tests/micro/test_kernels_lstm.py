@@ -260,7 +260,7 @@ def test_int16_lstm_stays_unsupported() -> None:
 
 HARNESS = r"""
 #include <math.h>
-#include "unidirectional_sequence_lstm_f32.c"
+#include "mn_libm.h"
 
 /* Float inputs first, first + step, ... (bit patterns, wrapping): how many give other bits than the C library's
  * expf (fn 0) or tanhf (fn 1); NaNs of either sign count as equal. */
@@ -268,9 +268,9 @@ unsigned long mismatches(int fn, uint32_t first, uint32_t step, unsigned long co
     unsigned long bad = 0;
     uint32_t u = first;
     for (unsigned long i = 0; i < count; i++, u += step) {
-        const float x = lstm_float(u);
-        const float want = fn ? tanhf(x) : expf(x), got = fn ? lstm_tanhf(x) : lstm_expf(x);
-        if (lstm_bits(want) != lstm_bits(got) && !(want != want && got != got)) bad++;
+        const float x = mn_libm_float(u);
+        const float want = fn ? tanhf(x) : expf(x), got = fn ? mn_libm_tanhf(x) : mn_libm_expf(x);
+        if (mn_libm_bits(want) != mn_libm_bits(got) && !(want != want && got != got)) bad++;
     }
     return bad;
 }
@@ -289,7 +289,8 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
 
 @pytest.mark.parametrize("fn", [0, 1], ids=["expf", "tanhf"])
 def test_transcendentals_match_the_c_library(harness: ctypes.CDLL, fn: int) -> None:
-    """The kernel's expf and tanhf give the C library's bits (what the Python reference calls), on every 97th
+    """mn_libm.h's expf and tanhf (the float LSTM, LOGISTIC, TANH, EXP and SOFTMAX kernels use them) give the C
+    library's bits (what the Python reference calls), on every 97th
     float bit pattern (44 million, both signs, zeros, subnormals, infinities, NaNs) and densely over the inputs an
     LSTM's gates meet: |x| < 2 (tanhf's expm1f near its reduction boundaries) and [-20, 20] (expf in the sigmoid).
     Checked once on all 2^32 inputs: no float differs."""

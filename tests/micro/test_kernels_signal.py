@@ -35,7 +35,7 @@ from micronn.tflite import schema
 SOURCES = ["signal_window.c", "signal_fft_auto_scale.c", "signal_rfft.c", "signal_energy.c", "signal_filter_bank.c",
            "signal_filter_bank_square_root.c", "signal_filter_bank_spectral_subtraction.c", "signal_pcan.c",
            "signal_filter_bank_log.c", "add_s16_s32.c", "mul_s16_s32.c", "div_s32.c", "maximum_s16_s32.c",
-           "cast.c"]
+           "cast.c", "compare.c"]
 # the data-movement kernels the audio model also uses (RESHAPE, STRIDED_SLICE, CONCATENATION), from the int8 set
 SHARED = ["reshape.c", "strided_slice.c", "concatenation.c"]
 SYMBOLS = set(re.findall(r'"(mn_\w+)"', inspect.getsource(lower_signal)))  # every kernel the lowerings name

@@ -420,7 +420,7 @@ FAILING = {"fetch": FETCH_CASES["int8_axis3"], "plain": FETCH_CASES["int8_plain"
 @pytest.mark.parametrize("case", sorted(FAILING))
 def test_failing_storage_stops_the_kernel(lib: ctypes.CDLL, case: str) -> None:
     """With an empty storage table every call fails: Spill and the fetching kernels return without touching the
-    spilled part's place in the output (nor crashing)."""
+    spilled part's place in the output (nor crashing), and leave the storage function's code in mn_status."""
     it = micronn.Interpreter(FAILING[case])
     it._ensure()
     for i, x in enumerate(random_inputs(it.model, seed=3)):
@@ -432,12 +432,41 @@ def test_failing_storage_stops_the_kernel(lib: ctypes.CDLL, case: str) -> None:
         for t, s in zip(node.op.outputs, sentinel):
             it._views[t][...] = s
         host.run(lower.lower(it, i))
+        status = ctypes.c_int32.in_dll(lib, "mn_status")
+        reaches_storage = node.op.op in ("Spill", "Fetch", "FetchConv2D") and any(
+            isinstance(a, lower.StorageRef) for t in lower.lower(it, i) for a in t.args)
+        assert (status.value != 0) == reaches_storage, node.op.op
+        status.value = 0
         if node.op.op == "Fetch":
             y = it._views[node.op.outputs[0]]
             spilled = y[..., :1] if case == "fetch" else y  # int8_axis3: the spilled p0 is channel 0
             assert (spilled == 0x5A).all()
         if node.op.op == "FetchConv2D":
             assert (it._views[node.op.outputs[0]] == 0x5A).all()
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m4"])
+def test_failing_storage_is_an_error_of_the_device_run(target: str) -> None:
+    """The host-driven runtime reads mn_status after the flush: a storage that fails ends the invoke in a
+    StorageError, not in outputs that silently lack the spilled tensors; the next good invoke works."""
+    if target != "host":
+        pytest.importorskip("unicorn")
+    pytest.importorskip("ziglang")
+    from micronn.micro.runtime import DeviceModel
+    from micronn.micro.session import Session
+    from micronn.storage.base import StorageError
+
+    model = CONV_CASES["three_victims_valid"]
+    inputs = random_inputs(read(model), seed=11)
+    with Session(target) as sess:
+        dm = DeviceModel(model, sess)
+        table = sess.read(dm._module.symbols["mn_storage_count"], 4)
+        sess.write(dm._module.symbols["mn_storage_count"], bytes(4))  # no object known: every call fails
+        with pytest.raises(StorageError, match="storage call failed on the device with code 1"):
+            dm.invoke(inputs)
+        sess.write(dm._module.symbols["mn_storage_count"], table)
+        got = dm.invoke(inputs)
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in interpreter_outputs(model, inputs)]
 
 
 # ---- freestanding on a Cortex-M0, a Cortex-M4 and an RV32 ---------------------------------------------------------

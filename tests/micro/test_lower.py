@@ -90,8 +90,6 @@ def test_unsupported_types_are_reported_all_at_once() -> None:
     with pytest.raises(UnsupportedError) as e:
         lower.lower_model(it)
     assert e.value.pairs == [("ABS", "int8"), ("DEQUANTIZE", "int8"), ("SQRT", "float32")]
-    with pytest.raises(UnsupportedError, match="WHILE"):  # control flow has no C kernel
-        lower.lower_model(micronn.Interpreter(Path(__file__).parents[1] / "models" / "lstm_keras3_while_float.tflite"))
 
 
 @pytest.mark.parametrize("model,what", [

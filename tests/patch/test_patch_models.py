@@ -5,6 +5,7 @@ The configurations are what ``micronn.patch.search`` picks for each model (``ben
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,28 @@ def test_mobilenet_v2_peak_is_five_times_below_tflm() -> None:
     head, _ = _total(pm)
     assert 5 * head <= tflm_arena(data)["head"]
     assert macs(pm) <= 1.2 * macs(read(data))
+
+
+@pytest.mark.parametrize("name", ["person_detect", "vww_mobilenet_96x96x3_int8"])
+def test_patched_network_runs_on_devices_and_as_firmware(name: str, tmp_path: Path) -> None:
+    """The stripes run as device tasks (slices the plan placed in their input's bytes need no copy) on the
+    host-driven runtime and in exported firmware, with the wheel's bytes, and the firmware's arena is the
+    patched plan's head."""
+    pytest.importorskip("ziglang")
+    from micronn import export
+    from micronn.micro import run_model
+
+    data = _load(name)
+    start, end, n = next(c[1:] for c in CASES if c[0] == name)
+    pm = patch(read(data), start, end, n)
+    patched = write(pm)
+    xs = random_inputs(data, 2)
+    want = [o.tobytes() for o in run_tflm(data, xs)]
+    assert [o.tobytes() for o in run_model(patched, "host", xs)["outputs"]] == want
+    proj = export.export(patched, tmp_path / "fw")
+    assert proj.arena_bytes <= _total(pm)[0]
+    res = export.run(proj, xs, device="host")
+    assert res.identical and [o.tobytes() for o in res.outputs] == want
+    if name == "person_detect" and importlib.util.find_spec("unicorn") is not None:
+        res = export.run(proj, xs)  # the emulated Cortex-M4: all of RAM, stack included, under TFLM's head alone
+        assert res.identical and res.ram_bytes < tflm_arena(data)["head"]

@@ -12,12 +12,17 @@
  * input zero point. Every window then starts from bias_full = bias + input_offset * sum(filter), as conv_2d.c's
  * inner windows do, and sums plain int8 dot products (mn_kernels.h): a padded tap adds zp * w, which bias_full
  * takes back, so the 32-bit wrapping sums equal conv_2d.c's valid-taps-only sums bit for bit. Output channels of a
- * group four at a time, then two, then one. A failed storage read stops the kernel (output incomplete). */
+ * group four at a time, then two, then one. A failed storage read stops the kernel (output incomplete) and leaves
+ * its code in mn_status. */
 #include "mn_kernels.h"
 
 enum { OUT, FILTER, BIAS_FULL, MULT, SHIFT, SCRATCH, STORAGE, N, IN_H, IN_W, IN_C, OUT_H, OUT_W, OUT_C, F_H, F_W,
        F_C, S_H, S_W, D_H, D_W, PAD_T, PAD_L, IN_OFF, OUT_ZP, ACT_MIN, ACT_MAX, RING, COUNT, PARTS };
 enum { PART_RAM = 0, PART_VICTIM = 1 };
+
+/* The error channel of the kernels that reach storage: the first failing call's code, read and cleared by the
+ * caller (the generated model_invoke, the host-driven runtime). Weak: every such kernel defines it. */
+__attribute__((weak)) int32_t mn_status;
 
 /* A few bytes: inline, cheaper than a call for the handful of channels a part has at one pixel. */
 static inline void copy_small(int8_t *dst, const int8_t *src, int n) {
@@ -62,10 +67,11 @@ void mn_fetch_conv_2d_s8(const mn_word *args) {
                 const mn_word *part = parts + 3 * p;
                 const size_t row_bytes = (size_t)in_w * part[2];
                 if (part[0] == PART_VICTIM) { /* this output row's new input rows */
-                    for (int r = mn_max(next, mn_max(iy0, 0)); r < row_hi; r++)
-                        if (storage((uint32_t)part[1], (uint32_t)(((size_t)b * in_h + r) * row_bytes),
-                                    ring + (size_t)(r % rows) * row_bytes, (uint32_t)row_bytes, 0) != 0)
-                            return;
+                    for (int r = mn_max(next, mn_max(iy0, 0)); r < row_hi; r++) {
+                        const int e = storage((uint32_t)part[1], (uint32_t)(((size_t)b * in_h + r) * row_bytes),
+                                              ring + (size_t)(r % rows) * row_bytes, (uint32_t)row_bytes, 0);
+                        if (e != 0) { mn_status = e; return; }
+                    }
                 }
                 for (int fy = 0; fy < fh; fy++) {
                     const int iy = iy0 + fy * dh;

@@ -24,7 +24,8 @@ void *memset(void *dst, int c, size_t n);
 
 /* Storage of spilled tensors (TinySeg's Spill/Fetch), reached only through a function whose address comes in an
  * argument word (lower.StorageRef): copies n bytes between buf and byte `offset` of the object stored under `id`
- * (write 1: into storage), returns 0 on success. Kernels stop at the first non-zero return (no error channel yet). */
+ * (write 1: into storage), returns 0 on success. Kernels stop at the first non-zero return and leave it in
+ * mn_status, the error channel (kernels/spill.c) that their caller reads and clears (lower.FALLIBLE). */
 typedef int (*mn_storage_fn)(uint32_t id, uint32_t offset, void *buf, uint32_t n, uint32_t write);
 #define MN_STORAGE(k) ((mn_storage_fn)args[k]) /* word k as the storage function */
 

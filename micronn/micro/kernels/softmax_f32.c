@@ -1,11 +1,10 @@
 /* SOFTMAX over the last axis, float32: e = exp((x - max) * beta) per value, their float32 sum in order, then
  * e / sum.
  *
- * The maximum starts at -FLT_MAX and is replaced only by a larger value (NaNs never become it). exp is
- * mn_f32_exp (mn_f32.h): the correctly rounded expf except near rounding ties, where C's expf, which the
- * reference calls, may differ by one ulp.
+ * The maximum starts at -FLT_MAX and is replaced only by a larger value (NaNs never become it). exp is the C
+ * library's expf, which the reference calls, bit for bit (mn_libm.h).
  */
-#include "mn_f32.h"
+#include "mn_libm.h"
 
 enum { OUT, IN, ROWS, DEPTH, BETA };
 
@@ -24,7 +23,7 @@ void mn_softmax_f32(const mn_word *args) {
         for (int i = 0; i < depth; i++) {
             float d = x[i] - max;
             d = d * beta;
-            o[i] = mn_f32_exp(d);
+            o[i] = mn_libm_expf(d);
             sum = sum + o[i];
         }
         for (int i = 0; i < depth; i++) o[i] = o[i] / sum;
