@@ -181,6 +181,30 @@ def _biases(k: Any, channels: int, wsum: np.ndarray, win: Any = None, fh: int = 
     return [full if uncut else _i32(bias), full]
 
 
+def paired_rows(w: np.ndarray) -> tuple[ConstRef, ConstRef]:
+    """int8 weight rows (units, depth) in the paired layout the FULLY_CONNECTED and SVDF kernels read (see
+    mn_pair_block in mn_kernels.h), and its corrections. The layout: halfwords 256 * w[r + 1] + w[r] (rows r even),
+    depth padded to a multiple of 4 and rows to an even count with zeros, per group of 4 inputs the halfwords of
+    inputs 0, 2, 1, 3, tiles of two pairs interleaved group by group, a last single pair after them. Where
+    w[r + 1] = -128 beside a negative w[r] the halfword would leave int16: it holds -127 instead, and the
+    corrections (int32 pairs row r + 1, input, sorted by row, ended by INT32_MAX) say which dot products
+    subtract that input once."""
+    units, depth = w.shape
+    d4, u2 = -(-depth // 4) * 4, units + units % 2
+    p = np.zeros((u2, d4), np.int64)
+    p[:units, :depth] = w
+    bump = (p[1::2] == -128) & (p[0::2] < 0)
+    h = 256 * (p[1::2] + bump) + p[0::2]  # (pairs, d4)
+    pair, col = np.nonzero(bump)
+    fix = np.stack([2 * pair + 1, col], 1)
+    fix = np.concatenate([fix[np.lexsort((fix[:, 1], fix[:, 0]))].reshape(-1), [2**31 - 1, 0]])
+    h = h.reshape(u2 // 2, d4 // 4, 4)[:, :, [0, 2, 1, 3]]
+    full = u2 // 4 * 2  # pairs in whole tiles of four rows
+    tiles = h[:full].reshape(full // 2, 2, d4 // 4, 4).transpose(0, 2, 1, 3).reshape(-1)
+    return (ConstRef(np.ascontiguousarray(np.concatenate([tiles, h[full:].reshape(-1)]).astype("<i2"))),
+            _i32(fix))
+
+
 def _check_int8(o: _Op, kind: str) -> None:
     if kind != "int8":
         raise o.unsupported(kind)
@@ -216,9 +240,11 @@ def _fully_connected(o: _Op) -> list[Task]:
     k = o.k
     _check_int8(o, k.kind)
     w = k.weights(o.node).reshape(-1, k.depth)[:k.units]
-    return [o.task("mn_fully_connected_s8", o.out(), o.inp(0), o.inp(1), _biases(k, k.units, w.sum(1))[1],
+    per_channel = np.asarray(k.mult64).size > 1 or np.asarray(k.shift64).size > 1
+    pairs, fix = paired_rows(w)
+    return [o.task("mn_fully_connected_s8", o.out(), o.inp(0), pairs, _biases(k, k.units, w.sum(1))[1],
                    *_requant_args(k.mult64, k.shift64, k.units), k.batches, k.depth, k.units, int(k.out_zp),
-                   int(k.act_min), int(k.act_max))]
+                   int(k.act_min), int(k.act_max), int(per_channel), fix)]
 
 
 def _pool(o: _Op) -> list[Task]:
@@ -249,9 +275,12 @@ def _svdf(o: _Op) -> list[Task]:
     if not k.quantized or ins[4].dtype != np.int16:
         raise o.unsupported(ins[0].dtype.name if not k.quantized else "int8 with an int8 state")
     batch, input_size = ins[0].shape
-    return [o.task("mn_svdf_s8", o.out(), *(o.inp(i) for i in range(5)), batch, input_size, k.num_filters,
-                   k.memory_size, k.rank, int(k.input_zp), int(k.state_zp), int(k.output_zp), int(k.mult_1),
-                   int(k.shift_1), int(k.mult_2), int(k.shift_2))]
+    # constant feature weights (every model micronn knows) are paired; others stay plain rows (PAIRED 0)
+    paired = ins[1].is_constant
+    w, fix = paired_rows(np.asarray(o.node.input(1))) if paired else (o.inp(1), _i32([2**31 - 1, 0]))
+    return [o.task("mn_svdf_s8", o.out(), o.inp(0), w, *(o.inp(i) for i in range(2, 5)), batch, input_size,
+                   k.num_filters, k.memory_size, k.rank, int(k.input_zp), int(k.state_zp), int(k.output_zp),
+                   int(k.mult_1), int(k.shift_1), int(k.mult_2), int(k.shift_2), int(paired), fix)]
 
 
 def _transpose_conv(o: _Op) -> list[Task]:

@@ -281,4 +281,274 @@ static inline int32_t mn_requant_q15(uint64_t acc, int32_t q15, int32_t total) {
     return (int32_t)(total >= 0 && total < 64 ? s >> total : s < 0 ? -1 : 0);
 }
 
+/* ---- matrix-vector products over paired weight rows (FULLY_CONNECTED, SVDF) ------------------------------
+ *
+ * lower.paired_rows stores int8 weight rows (depth padded to a multiple of 4 with zeros, rows to an even count)
+ * as halfwords h = 256 * w[r+1][i] + w[r][i] (a "pair" of rows r, r+1). Per group of 4 inputs a tile of 4 rows
+ * is 4 words: rows 0/1 at inputs (0,2), rows 0/1 at (1,3), rows 2/3 at (0,2), rows 2/3 at (1,3); a last tile of
+ * 2 rows (when the row count is 2 mod 4) is 2 words per group. The input is widened once (mn_pair_widen) to
+ * int16 pairs (x0,x2), (x1,x3) per group. With the DSP extension one SMLAD of a raw weight word adds
+ * 256 * dot(row r+1) + dot(row r), a second SMLAD of its SXTB16 (the low bytes, sign-extended) dot(row r):
+ * three instructions per four multiply-accumulates instead of four. Both sums are exact (no wrap) over at most
+ * MN_PAIR_GROUPS groups (|x| <= 255, |w| <= 128: 257 * 255 * 128 * 252 < 2^31), so (ab - a) >> 8 is dot(row r+1)
+ * exactly; the chunks are added with wrap-around like TFLM's int32 sums. A pair whose halfword would leave int16
+ * (w[r+1] = -128, w[r] < 0) holds -127 for w[r+1] and is corrected afterwards (mn_pair_fix). */
+#define MN_PAIR_GROUPS 63
+
+/* x[0..n) - zp widened to int16: DSP: per group of 4 the words (x0,x2), (x1,x3) (SXTB16's order), portable:
+ * in order; zero-padded to whole groups (the padded weights are 0). xe holds 2 words per group. */
+__attribute__((noinline, unused)) static void mn_pair_widen(const int8_t *x, int n, int32_t zp, uint32_t *xe) {
+    const int groups = (n + 3) / 4;
+#if defined(__ARM_FEATURE_DSP)
+    const uint32_t zp2 = ((uint32_t)zp & 0xFFFFu) * 0x10001u;
+    int g = 0;
+    if (zp == 0)
+        for (; 4 * g + 4 <= n; g++, xe += 2) {
+            const uint32_t v = mn_word4(x + 4 * g);
+            xe[0] = MN_EVEN(v), xe[1] = MN_ODD(v);
+        }
+    for (; 4 * g + 4 <= n; g++, xe += 2) {
+        const uint32_t v = mn_word4(x + 4 * g);
+        xe[0] = (uint32_t)__builtin_arm_ssub16((int32_t)MN_EVEN(v), (int32_t)zp2);
+        xe[1] = (uint32_t)__builtin_arm_ssub16((int32_t)MN_ODD(v), (int32_t)zp2);
+    }
+    if (g < groups) { /* the last, partial group: never read past the input */
+        uint32_t v = 0;
+        for (int i = 4 * g; i < n; i++) v |= (uint32_t)(uint8_t)x[i] << (8 * (i - 4 * g));
+        xe[0] = (uint32_t)__builtin_arm_ssub16((int32_t)MN_EVEN(v), (int32_t)zp2);
+        xe[1] = (uint32_t)__builtin_arm_ssub16((int32_t)MN_ODD(v), (int32_t)zp2);
+    }
+#else
+    int16_t *h = (int16_t *)xe;
+    for (int i = 0; i < 4 * groups; i++) h[i] = (int16_t)(i < n ? x[i] - zp : 0);
+#endif
+}
+
+#if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
+/* Every whole tile (4 rows) of a block in one asm loop, the accumulators in registers throughout (out of line, so
+ * that nothing else competes for them). Per group: one LDRD of input pairs, two LDRD of weight words (SXTB16 in
+ * place once the raw word has been used), eight SMLAD. Per tile: the four sums added into acc with one LDM and
+ * one STM, then `skip` bytes to the next tile's group g0. */
+__attribute__((noinline, unused)) static void mn_pair_tiles4(const uint32_t *xe, const uint32_t *w, int n, int tiles,
+                                                            uint32_t skip, uint32_t *acc) {
+    const uint32_t *x;
+    uint32_t g, a0, ab01, a2, ab23;
+    /* what the loop reloads per tile, reached through one register: input, groups, skip, tiles left, acc */
+    mn_word frame[5] = {(mn_word)xe, (mn_word)n, skip, (mn_word)tiles, (mn_word)acc};
+    __asm__ volatile(
+        "0:\n\t"
+        "mov    %[a0], #0\n\t"
+        "mov    %[ab01], #0\n\t"
+        "mov    %[a2], #0\n\t"
+        "mov    %[ab23], #0\n\t"
+        "ldr    %[x], [%[p]]\n\t"
+        "ldr    %[g], [%[p], #4]\n\t"
+        "1:\n\t"
+        "ldrd   r4, r5, [%[x]], #8\n\t"
+        "ldrd   r8, r9, [%[k]], #8\n\t"
+        "smlad  %[ab01], r8, r4, %[ab01]\n\t"
+        "sxtb16 r8, r8\n\t"
+        "smlad  %[a0], r8, r4, %[a0]\n\t"
+        "smlad  %[ab01], r9, r5, %[ab01]\n\t"
+        "sxtb16 r9, r9\n\t"
+        "smlad  %[a0], r9, r5, %[a0]\n\t"
+        "ldrd   r8, r9, [%[k]], #8\n\t"
+        "smlad  %[ab23], r8, r4, %[ab23]\n\t"
+        "sxtb16 r8, r8\n\t"
+        "smlad  %[a2], r8, r4, %[a2]\n\t"
+        "smlad  %[ab23], r9, r5, %[ab23]\n\t"
+        "sxtb16 r9, r9\n\t"
+        "smlad  %[a2], r9, r5, %[a2]\n\t"
+        "subs   %[g], %[g], #1\n\t"
+        "bne    1b\n\t"
+        "ldr    %[g], [%[p], #16]\n\t"
+        "ldmia  %[g], {r4, r5, r8, r9}\n\t"
+        "add    r4, r4, %[a0]\n\t"
+        "sub    %[ab01], %[ab01], %[a0]\n\t"
+        "add    r5, r5, %[ab01], asr #8\n\t"
+        "add    r8, r8, %[a2]\n\t"
+        "sub    %[ab23], %[ab23], %[a2]\n\t"
+        "add    r9, r9, %[ab23], asr #8\n\t"
+        "stmia  %[g]!, {r4, r5, r8, r9}\n\t"
+        "str    %[g], [%[p], #16]\n\t"
+        "ldr    %[g], [%[p], #8]\n\t"
+        "add    %[k], %[k], %[g]\n\t"
+        "ldr    %[g], [%[p], #12]\n\t"
+        "subs   %[g], %[g], #1\n\t"
+        "str    %[g], [%[p], #12]\n\t"
+        "bne    0b\n\t"
+        : [x] "=&r"(x), [k] "+r"(w), [g] "=&r"(g), [a0] "=&r"(a0), [ab01] "=&r"(ab01), [a2] "=&r"(a2),
+          [ab23] "=&r"(ab23)
+        : [p] "r"(frame)
+        : "r4", "r5", "r8", "r9", "cc", "memory");
+}
+#endif
+
+/* acc[0..rows) += the dot products of `rows` paired rows (a multiple of 2: tiles of 4, maybe a last tile of 2)
+ * over groups [g0, g0 + n), n <= MN_PAIR_GROUPS, of a matrix of `groups` groups per row: `w` is the tiles' start,
+ * xe the widened input of group g0. All tiles in one call, so the loops keep their registers. */
+#if defined(__ARM_FEATURE_DSP)
+__attribute__((noinline, unused)) static void mn_pair_block(const uint32_t *xe, const uint32_t *w, int g0, int n,
+                                                            int groups, int rows, uint32_t *acc) {
+    const uint32_t *wt = w + 4 * g0;
+#if defined(__thumb2__)
+    if (rows >= 4) {
+        mn_pair_tiles4(xe, wt, n, rows / 4, 16u * (uint32_t)(groups - n), acc);
+        acc += rows & ~3;
+    }
+#else
+    for (int t = rows / 4; t > 0; t--, wt += 4 * groups, acc += 4) {
+        const uint32_t *x = xe, *k = wt;
+        uint32_t a0 = 0, ab01 = 0, a2 = 0, ab23 = 0;
+        for (int g = n; g > 0; g--, k += 4, x += 2) {
+            const uint32_t x02 = x[0], x13 = x[1];
+            uint32_t k0 = k[0], k1 = k[1];
+            ab01 = MN_SMLAD(k0, x02, ab01), a0 = MN_SMLAD(MN_EVEN(k0), x02, a0);
+            ab01 = MN_SMLAD(k1, x13, ab01), a0 = MN_SMLAD(MN_EVEN(k1), x13, a0);
+            k0 = k[2], k1 = k[3];
+            ab23 = MN_SMLAD(k0, x02, ab23), a2 = MN_SMLAD(MN_EVEN(k0), x02, a2);
+            ab23 = MN_SMLAD(k1, x13, ab23), a2 = MN_SMLAD(MN_EVEN(k1), x13, a2);
+        }
+        acc[0] += a0, acc[1] += (uint32_t)((int32_t)(ab01 - a0) >> 8);
+        acc[2] += a2, acc[3] += (uint32_t)((int32_t)(ab23 - a2) >> 8);
+    }
+#endif
+    if (rows & 2) { /* the last pair: its tile starts after the whole tiles and has 2 words per group */
+        const uint32_t *x = xe, *k = w + (size_t)(rows & ~3) * groups + 2 * g0;
+        uint32_t a0 = 0, ab01 = 0;
+        for (int g = n; g > 0; g--, k += 2, x += 2) {
+            const uint32_t x02 = x[0], x13 = x[1], k0 = k[0], k1 = k[1];
+            ab01 = MN_SMLAD(k0, x02, ab01), a0 = MN_SMLAD(MN_EVEN(k0), x02, a0);
+            ab01 = MN_SMLAD(k1, x13, ab01), a0 = MN_SMLAD(MN_EVEN(k1), x13, a0);
+        }
+        acc[0] += a0, acc[1] += (uint32_t)((int32_t)(ab01 - a0) >> 8);
+    }
+}
+#else
+/* The portable reading of the same layout: each halfword split back into its two int8 weights. */
+static inline void mn_pair_block(const uint32_t *xe, const uint32_t *w, int g0, int n, int groups, int rows,
+                                 uint32_t *acc) {
+    for (int r0 = 0; r0 < rows; r0 += 2) {
+        const int tile = r0 & ~3, width = rows - tile >= 4 ? 4 : 2; /* rows in this pair's tile */
+        const int16_t *h = (const int16_t *)(w + (size_t)tile * groups) + 2 * width * g0 + 4 * ((r0 - tile) / 2);
+        const int16_t *x = (const int16_t *)xe;
+        for (int g = 0; g < n; g++, x += 4, h += 2 * width)
+            for (int j = 0; j < 4; j++) { /* input 4g + j sits at halfword (j & 1) * 2 + (j >> 1) of the pair */
+                const int32_t hw = h[(j & 1) * 2 + (j >> 1)], lo = (int8_t)(hw & 0xFF), xi = x[j];
+                acc[r0] += (uint32_t)(lo * xi);
+                acc[r0 + 1] += (uint32_t)(((hw - lo) >> 8) * xi);
+            }
+    }
+}
+#endif
+
+/* Groups widened at a time: 96 inputs, a 192-byte stack buffer (firmware RAM counts the stack). */
+#define MN_PAIR_SLAB 24
+
+/* acc[0..rows) += the whole dot products of `rows` paired rows at `w` with x[0..n) - zp; xe (2 * MN_PAIR_SLAB
+ * words) already holds the widened input when `widened` (inputs of one slab, widened once per batch). */
+static inline void mn_pair_matvec(const int8_t *x, int n, int32_t zp, uint32_t *xe, int widened, const uint32_t *w,
+                                  int rows, uint32_t *acc) {
+    const int groups = (n + 3) / 4;
+    for (int s0 = 0; s0 < groups; s0 += MN_PAIR_SLAB) {
+        const int s1 = mn_min(groups, s0 + MN_PAIR_SLAB);
+        if (!widened) mn_pair_widen(x + 4 * s0, mn_min(n - 4 * s0, 4 * MN_PAIR_SLAB), zp, xe);
+        for (int g0 = s0; g0 < s1; g0 += MN_PAIR_GROUPS)
+            mn_pair_block(xe + 2 * (g0 - s0), w, g0, mn_min(MN_PAIR_GROUPS, s1 - g0), groups, rows, acc);
+    }
+}
+
+/* The corrections of lower.paired_rows for the rows before `end`: a weight -128 stored as -127 added its input
+ * x - zp once too often to row fix[0]'s dot product. Returns where the next rows' corrections start. */
+static inline const int32_t *mn_pair_fix(const int32_t *fix, int first, int end, const int8_t *x, int32_t zp,
+                                         uint32_t *acc) {
+    for (; fix[0] < end; fix += 2) acc[fix[0] - first] -= (uint32_t)(x[fix[1]] - zp);
+    return fix;
+}
+
+/* Requantization with the per-tensor work done once (mn_rq_init): exactly clamp(mn_mbqm(acc, mult, shift) + zp,
+ * lo, hi), as mn_requant_s8 computes it. For mult > 2^30 and a right shift 2 <= e <= 22 both roundings fold into
+ * one 64-bit multiply-accumulate: with z = acc * mult + 2^30 (z < 0 exactly when acc < 0), TFLM's result plus
+ * zp is floor((z + 2^(30+e) - [z<0] * 2^31 + zp * 2^(31+e)) / 2^(31+e)) (nested floor divisions by powers of
+ * two); |zp| <= 255 keeps that sum inside int64. The constant's low word is 2^30 or 0xC0000000, its high word
+ * hi or hi - 1 for negative acc. */
+typedef struct { int32_t mult, shift, zp, e; uint32_t hi; int kind; } mn_rq;
+enum { MN_RQ_GENERAL = 0, MN_RQ_FOLDED = 1, MN_RQ_NO_RIGHT = 2 };
+
+static inline mn_rq mn_rq_init(int32_t mult, int32_t shift, int32_t zp) {
+    mn_rq q = {mult, shift, zp, -shift, 0, MN_RQ_GENERAL};
+    if (mult > (1 << 30) && shift <= -2 && shift >= -22 && zp >= -255 && zp <= 255) {
+        q.kind = MN_RQ_FOLDED;
+        q.hi = ((uint32_t)1 << (q.e - 2)) + (uint32_t)zp * ((uint32_t)1 << (q.e - 1));
+    } else if (mult >= 0 && shift >= 0 && shift < 31) {
+        q.kind = MN_RQ_NO_RIGHT; /* srdhm alone: floor((x * mult + 2^30) / 2^31) */
+    }
+    return q;
+}
+
+static inline int32_t mn_rq_clamp(const mn_rq *q, int32_t acc, int32_t lo, int32_t hi) {
+    if (q->kind == MN_RQ_FOLDED) {
+        const uint32_t s = (uint32_t)(acc >> 31);
+        const uint64_t k = ((uint64_t)(q->hi + s) << 32) | (0x40000000u | (s << 31));
+        const int64_t v = (int64_t)(k + (uint64_t)((int64_t)acc * q->mult));
+        return mn_clamp((int32_t)(v >> 32) >> (q->e - 1), lo, hi);
+    }
+    if (q->kind == MN_RQ_NO_RIGHT)
+        return mn_add_clamp((int32_t)(((int64_t)mn_wrap_shl(acc, q->shift) * q->mult + (1 << 30)) >> 31), q->zp, lo,
+                            hi);
+    return mn_add_clamp(mn_mbqm(acc, q->mult, q->shift), q->zp, lo, hi);
+}
+
+/* out[i] = requantized acc[i] for n values of one tensor's multiplier (mn_rq), clamped to [lo, hi]: int8 outputs,
+ * or int16 ones (then `zp16` is added after the clamp with wrap-around, SVDF's order; q holds zero point 0). */
+__attribute__((noinline, unused)) static void mn_rq_s8_loop(const uint32_t *acc, int8_t *out, int n, const mn_rq *q,
+                                                    int32_t lo, int32_t hi) {
+    const mn_rq r = *q;
+    if (r.kind == MN_RQ_FOLDED) {
+        const int e1 = r.e - 1;
+        for (int i = 0; i < n; i++) {
+            const int32_t a = (int32_t)acc[i];
+            const uint32_t s = (uint32_t)(a >> 31);
+            const int64_t v = (int64_t)((((uint64_t)(r.hi + s) << 32) | (0x40000000u | (s << 31))) +
+                                        (uint64_t)((int64_t)a * r.mult));
+#if defined(__ARM_FEATURE_DSP)
+            if (lo == -128 && hi == 127) {
+                out[i] = (int8_t)__builtin_arm_ssat((int32_t)(v >> 32) >> e1, 8);
+                continue;
+            }
+#endif
+            out[i] = (int8_t)mn_clamp((int32_t)(v >> 32) >> e1, lo, hi);
+        }
+        return;
+    }
+    for (int i = 0; i < n; i++) out[i] = (int8_t)mn_rq_clamp(&r, (int32_t)acc[i], lo, hi);
+}
+
+__attribute__((noinline, unused)) static void mn_rq_s16_loop(const uint32_t *acc, int16_t *out, int n, const mn_rq *q,
+                                                     int32_t zp16) {
+    const mn_rq r = *q;
+#if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
+    if (r.kind == MN_RQ_NO_RIGHT && r.mult >= (1 << 30)) {
+        /* floor((x * mult + 2^30) / 2^31) = SMMLAR(x, 2 * mult - 2^32, x): (2 * x * mult - x * 2^32 + 2^31) >> 32
+         * is that value less x, exactly, and SMMLAR adds x back; one instruction */
+        const int32_t m2 = (int32_t)(2u * (uint32_t)r.mult);
+        for (int i = 0; i < n; i++) {
+            const int32_t a = mn_wrap_shl((int32_t)acc[i], r.shift);
+            int32_t y;
+            __asm__("smmlar %0, %1, %2, %1" : "=r"(y) : "r"(a), "r"(m2));
+            out[i] = (int16_t)(__builtin_arm_ssat(y, 16) + zp16);
+        }
+        return;
+    }
+#endif
+    if (r.kind == MN_RQ_NO_RIGHT) {
+        for (int i = 0; i < n; i++) {
+            const int32_t y = (int32_t)(((int64_t)mn_wrap_shl((int32_t)acc[i], r.shift) * r.mult + (1 << 30)) >> 31);
+            out[i] = (int16_t)(mn_clamp(y, -32768, 32767) + zp16);
+        }
+        return;
+    }
+    for (int i = 0; i < n; i++) out[i] = (int16_t)(mn_rq_clamp(&r, (int32_t)acc[i], -32768, 32767) + zp16);
+}
+
 #endif
