@@ -11,11 +11,13 @@ Then the same runs on ``--vs`` (default riscv32, an RV32IMC costed as a SiFive E
 side with ``--target``, per layer type over both models and per CIFAR kernel: instructions, instructions per MAC
 and estimated cycles (each core's own cost table, see micronn/micro/target.py).
 
-With ``--tuning-log`` (``micronn tune``; person_detect's is micronn/micro/tuned/person_detect_cortex-m4.json), both
-models run again on ``--target`` with the log applied, outputs checked byte for byte against micronn's interpreter,
-and instructions/MAC per layer type (1x1 convolutions apart from the other CONV_2Ds) print untuned beside tuned,
+With ``--tuning-log`` (``micronn tune``; ``auto``: every log micronn ships), both models run again on ``--target``
+and on ``--vs`` with the log applied (each target's own records), outputs checked byte for byte against micronn's
+interpreter, and instructions/MAC per layer type (1x1 convolutions apart from the other CONV_2Ds) print untuned beside
+tuned,
 with the goal figures of the autotuning work: CMSIS-NN's instructions/MAC on the emulated Cortex-M4 as the project
-states them (not measured here: no CMSIS-NN build runs in this benchmark).
+states them (not measured here: no CMSIS-NN build runs in this benchmark). The CIFAR-10 kernels run again too, with
+the log applied by layer shape (``--tuning-log auto`` includes micronn/micro/tuned/cifar10_convs_cortex-m4.json).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ def cifar_conv(h: int, cin: int, cout: int, k: int = 5) -> bytes:
 
 
 CIFAR = {"cifar10_conv_A": (32, 3, 32), "cifar10_conv_B": (8, 32, 64)}
+# per CIFAR kernel, instructions/MAC on the emulated Cortex-M4: CMSIS-NN's as the project states them, and the goal
+CIFAR_GOALS = {"cifar10_conv_A": (3.18, 2.9), "cifar10_conv_B": (2.00, 1.8)}
 # CMSIS-NN on the emulated Cortex-M4, instructions per MAC, as the project's autotuning goal states them
 CMSIS_NN = {"CONV_2D 1x1": 2.83, "DEPTHWISE_CONV_2D": 9.75, "person_detect": 3.77}
 POINTWISE = "CONV_2D 1x1"
@@ -100,6 +104,38 @@ def side_by_side(targets: list[str], layers: dict[str, dict], kernels: dict[str,
         cells = "".join(f" | {d['instructions']:>20,} {format(d['instructions'] / macs, '.2f') if macs else '-':>9} "
                         f"{d['cycles']:>13,.0f}" for d in per)
         lines.append(f"{op:<22} {n:>4} {macs:>12,}" + cells)
+    return lines
+
+
+def tuned_cifar(target: str, log: str, untuned: dict) -> dict:
+    """The CIFAR-10 kernels with the tuning log applied (by layer shape, e.g. the shipped
+    micronn/micro/tuned/cifar10_convs_cortex-m4.json): instructions untuned and tuned, and whether the output bytes
+    match micronn's interpreter."""
+    out: dict[str, dict] = {}
+    for name, (h, cin, cout) in CIFAR.items():
+        m = cifar_conv(h, cin, cout)
+        xs = random_inputs(Interpreter(m).model, 0)
+        res = run_model(m, target, xs, tuning_log=log)
+        ref = Interpreter(m)
+        ref.allocate_tensors()
+        ref.set_input(xs[0])
+        ref.invoke()
+        before = untuned["kernels"][name]
+        out[name] = {"macs": before["macs"], "untuned": before["instructions"], "tuned": res["instructions"],
+                     "identical": bool(np.array_equal(res["outputs"][0], ref.get_output(0))),
+                     "config": res["tuned"][0]["config"] if res["tuned"] else None}
+    return out
+
+
+def cifar_tuned_lines(kernels: dict) -> list[str]:
+    """One line per CIFAR kernel: untuned and tuned instructions beside CMSIS-NN's figure and the goal."""
+    lines = []
+    for name, d in kernels.items():
+        cmsis, goal = CIFAR_GOALS[name]
+        lines.append(f"  {name}: {d['untuned']:,} -> {d['tuned']:,} instructions, {d['untuned'] / d['macs']:.2f} -> "
+                     f"{d['tuned'] / d['macs']:.2f} instr/MAC (CMSIS-NN {cmsis:.2f}, goal <= {goal}); "
+                     + (f"config {json.dumps(d['config'], sort_keys=True)}" if d["config"] else "not tuned")
+                     + "; outputs identical to the interpreter: " + ("yes" if d["identical"] else "NO"))
     return lines
 
 
@@ -166,10 +202,13 @@ def main() -> None:
     a = p.parse_args()
     first = measure(a.target)
     report: dict = {"target": a.target, **first}
-    if a.tuning_log:
-        report["tuned"] = tuned_figures(a.target, a.tuning_log, first)
     targets = [a.target] + ([a.vs] if a.vs and a.vs != a.target else [])
     measured = {a.target: first} | {t: measure(t) for t in targets[1:]}
+    if a.tuning_log:
+        report["tuned"] = tuned_figures(a.target, a.tuning_log, first)
+        report["tuned"]["kernels"] = tuned_cifar(a.target, a.tuning_log, first)
+        # the second target tuned too (its own records of the log): untuned vs tuned on both, side by side
+        report["tuned_vs"] = {t: tuned_figures(t, a.tuning_log, measured[t]) for t in targets[1:]}
     layers = {t: by_layer_type(m) for t, m in measured.items()}
     kernels = {t: m["kernels"] for t, m in measured.items()}
     if len(targets) > 1:
@@ -198,7 +237,13 @@ def main() -> None:
             print(f"  {t}: " + ", ".join(f"{k} {v['instructions']:,} instr / ~{v['cycles']:,.0f} cycles"
                                          for k, v in tot.items()))
     if a.tuning_log:
-        print("\n".join(tuned_lines(a.target, report["tuned"])))
+        print("\n".join(tuned_lines(a.target, report["tuned"]) + cifar_tuned_lines(report["tuned"]["kernels"])))
+        for t, tf in report["tuned_vs"].items():
+            print("\n".join(tuned_lines(t, tf)))
+            for name, d in tf["models"].items():
+                base = report["tuned"]["models"][name]["tuned"]
+                print(f"  {name}: tuned on {t} / untuned on {t} = 1 / {d['untuned'] / d['tuned']:.2f}; tuned on {t} "
+                      f"/ tuned on {a.target} = {d['tuned'] / base:.2f}")
 
 
 if __name__ == "__main__":

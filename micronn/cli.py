@@ -236,7 +236,8 @@ def cmd_eval(a: argparse.Namespace) -> Any:
         check_writable(a.report)
     classes = [c.strip() for c in a.classes.split(",")] if a.classes else None
     res = simulate.evaluate(a.model, a.data, a.labels, float_model=a.float, top_k=(1, a.top_k), batch=a.batch,
-                            ray=a.ray if a.ray else False, progress=True, classes=classes)
+                            ray=a.ray if a.ray else False, progress=True, classes=classes, backend=a.backend,
+                            workers=a.workers)
     if a.report:
         simulate.write_eval_report(res, a.report)
     if a.json:
@@ -264,16 +265,21 @@ def cmd_tune(a: argparse.Namespace) -> Any:
     from micronn.micro import tune
 
     check_writable(a.output)
-    res = tune.tune_model(a.model, a.target, trials=a.trials, log=a.output, seed=a.seed)
+    res = tune.tune_model(a.model, a.target, trials=a.trials, log=a.output, seed=a.seed, search=a.search,
+                          early_stop=a.early_stop, jobs=a.jobs, ray_address=a.ray)
     if a.json:
         return {k: v for k, v in res.items() if k != "records"}
     rows = [[lay["key"].split(":", 1)[1], ",".join(map(str, lay["layers"])), f"{lay['macs']:,}",
              "-" if lay["baseline_instructions"] is None else f"{lay['baseline_instructions'] / lay['macs']:.2f}",
              "-" if lay["best_instructions"] is None else f"{lay['best_instructions'] / lay['macs']:.2f}",
-             lay["measured"], json.dumps(lay["best_config"]) if lay["best_config"] else "-"]
+             f"{lay['measured']}" + (f" (+{lay['resumed']} logged)" if lay["resumed"] else "")
+             + (" stopped early" if lay["stopped_early"] else ""),
+             json.dumps(lay["best_config"]) if lay["best_config"] else "-"]
             for lay in res["layers"]]
     print(_table(rows, ["shape", "ops", "MACs", "generic instr/MAC", "tuned instr/MAC", "measured", "best config"]))
-    print(f"{res['target']}: search {res['search']}; wrote {res['log']}")
+    workers = f"{res['workers']} worker" + ("s" if res["workers"] != 1 else "")
+    print(f"{res['target']}: search {res['search']}, measured {res['measured_by']} ({workers}) in "
+          f"{res['seconds']:.1f} s; appended to {res['log']}")
     return None
 
 
@@ -471,6 +477,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="samples read and run at a time (a Ray task's size)")
     sp.add_argument("--top-k", type=_positive, default=5, metavar="K", help="report top-1 and top-K accuracy")
     sp.add_argument("--ray", metavar="ADDRESS", help="run the chunks on Ray: 'local', 'auto' or a cluster address")
+    sp.add_argument("--backend", choices=simulate.batch.BACKENDS, default="auto",
+                    help="native: the device's C kernels compiled for this host; numpy: the reference interpreter; "
+                    "auto (default): native where the model compiles, else numpy (the same bytes either way)")
+    sp.add_argument("--workers", type=_positive, help="threads for native chunks (default: this machine's CPUs)")
     sp.add_argument("--report", metavar="PATH", help="write an HTML report with the confusion matrix and per-class "
                     "bars")
     sp = add("plan", cmd_plan, "the arena plan: every buffer's offset, size and lifetime")
@@ -492,7 +502,17 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--target", default="cortex-m4", help="an emulated target: cortex-m4|cortex-m7|cortex-m33|"
                     "cortex-m3|cortex-m0|riscv32")
     sp.add_argument("--trials", type=_positive, help="configs measured per layer shape (default: all of them)")
-    sp.add_argument("-o", "--output", required=True, help="write the tuning log (JSON lines) here")
+    sp.add_argument("--log", "-o", "--output", dest="output", default="tune.jsonl", metavar="FILE",
+                    help="the tuning log (JSON lines, default tune.jsonl): appended to, and the configs it already "
+                         "holds are not measured again")
+    sp.add_argument("--search", default="xgb", choices=["xgb", "random", "grid", "anneal"],
+                    help="xgb: the cost model's picks (default); random; grid: the space in order; anneal: "
+                         "simulated annealing on the cost model")
+    sp.add_argument("--early-stop", type=_positive, metavar="N",
+                    help="end a shape's search after N trials without a new best")
+    sp.add_argument("--jobs", type=_positive, help="worker processes measuring (default: one per CPU; 1: none)")
+    sp.add_argument("--ray", metavar="ADDRESS", help="measure on a Ray cluster (host:port, ray://host:10001, auto, "
+                    "or local); needs pip install 'micronn[eval]'")
     sp.add_argument("--seed", type=_non_negative, default=0)
     add("devices", cmd_devices, "device targets for run --device and whether each is available here")
     sp = add("reorder", cmd_reorder, "run operators in the order with the smallest peak memory")

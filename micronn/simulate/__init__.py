@@ -1,7 +1,9 @@
 """Running models on the host, exactly as TFLM would: ``run`` (one invoke with outputs, arena and an optional per-op
 profile), ``simulate`` (many samples, in chunks, in-process or on Ray, byte-identical to one invoke each),
 ``evaluate`` (accuracy, confusion matrix and float-model disagreements over a data set), ``demo`` (micronn's main
-job on bundled data) and ``keyword`` (micro_speech from audio). Compiled execution lands here."""
+job on bundled data) and ``keyword`` (micro_speech from audio). ``simulate`` and ``evaluate`` run the device's C
+kernels compiled for the host where they can (``backend="auto"``; ``micronn.simulate.batch``), with the numpy
+interpreter as fallback and reference."""
 
 from micronn.simulate.audio import audio_features, keyword, read_wav
 from micronn.simulate.batch import simulate

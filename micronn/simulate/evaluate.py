@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from micronn import progress as _progress
+from micronn.cluster import ray_session
 from micronn.errors import MicronnError
 from micronn.ir import Model, Tensor
-from micronn.simulate.batch import DEFAULT_BATCH, map_chunks, ray_session
+from micronn.simulate.batch import DEFAULT_BATCH, map_chunks
 from micronn.simulate.data import chunks, class_indices, load_data, read_labels, to_input
 from micronn.tflite.reader import Source, read
 
@@ -113,7 +114,8 @@ def _name(model: Any) -> str:
 
 def evaluate(model: Model | Source, data: Any, labels: Any = None, *, float_model: Model | Source | None = None,
              top_k: tuple[int, ...] | list[int] = (1, 5), batch: int = DEFAULT_BATCH, ray: Any = None,
-             progress: bool = True, classes: list[str] | None = None, output: int = 0) -> Evaluation:
+             progress: bool = True, classes: list[str] | None = None, output: int = 0, backend: str = "auto",
+             workers: int | None = None) -> Evaluation:
     """Score every sample of ``data`` with ``model`` and compare against ``labels`` and ``float_model``.
 
     ``data``: a path (.npy, .npz, a folder of images, .wav or .npy files; see ``micronn.simulate.data``), a numpy
@@ -122,8 +124,10 @@ def evaluate(model: Model | Source, data: Any, labels: Any = None, *, float_mode
     class folders. ``classes``: class names in output order. The prediction is the top-1 index of output
     ``output``, flattened (the first of equal scores). ``top_k``: the accuracies to report (k up to the number of
     classes). ``batch`` samples are read, converted and run at a time; ``ray`` spreads the chunks over Ray
-    (``micronn.simulate.batch.ray_session``). Outputs are those of one TFLM invoke per sample, from the initial
-    state."""
+    (``micronn.cluster.ray_session``). Outputs are those of one TFLM invoke per sample, from the initial
+    state, whatever the ``backend`` (``"auto"``: native C where the model compiles for the host, else the numpy
+    reference; see ``micronn.simulate.batch.Engine``) and ``workers`` (threads for native chunks; default this
+    process's CPUs)."""
     t0 = time.perf_counter()
     m = model if isinstance(model, Model) else read(model)
     main_in = [m.main.tensors[t] for t in m.main.inputs]
@@ -171,7 +175,8 @@ def evaluate(model: Model | Source, data: Any, labels: Any = None, *, float_mode
             feeds = [_converted(a, main_in, None),
                      _converted(b, [fm.main.tensors[t] for t in fm.main.inputs], main_in)]
         gens = [map_chunks(src, feed, ray=ray if session is not None else False,
-                           on_chunk=(lambda n: bar.update(n / runs)) if bar is not None else None)
+                           on_chunk=(lambda n: bar.update(n / runs)) if bar is not None else None,
+                           backend=backend, workers=workers)
                 for src, feed in zip((src_main, src_float), feeds)]
         for outs in zip(*gens):
             scores.append(outs[0][output].reshape(len(outs[0][output]), -1))

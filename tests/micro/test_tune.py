@@ -1,10 +1,11 @@
 """Generated 1x1-convolution kernels and their autotuning: every config byte-identical to the interpreter on the
-host (gcc, portable C), an emulated Cortex-M4 (SMLAD path) and Cortex-M0 (no DSP); the tuner's log applied by
-``run_model``; the shipped person_detect log.
+host (gcc, portable C), an emulated Cortex-M4 (SMLAD path), Cortex-M0 (no DSP) and RV32 (no DSP, asm multiply-adds
+for single-channel steps); the tuner's log applied by ``run_model``; the shipped person_detect log.
 
-Each device runs every config of the template once, on one of three shapes chosen so that across the three
-devices every config also meets every shape (a Latin square): odd channel counts, channel counts the tiles do not
-divide, a single pixel, a batch of two, and a fused activation (the clamped, non-saturating output path).
+Each device runs every config of the template once, on one of three shapes chosen so that across the first three
+devices every config also meets every shape (a Latin square; RV32 repeats the host's column): odd channel counts,
+channel counts the tiles do not divide, a single pixel, a batch of two, and a fused activation (the clamped,
+non-saturating output path).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ pytest.importorskip("unicorn")
 pytest.importorskip("ziglang")
 
 SHIPPED = Path(micronn.__file__).parent / "micro" / "tuned" / "person_detect_cortex-m4.json"
-DEVICES = ["host", "cortex-m4", "cortex-m0"]
+DEVICES = ["host", "cortex-m4", "cortex-m0", "riscv32"]  # riscv32 alone runs the asm multiply-adds
 # (batch, h, w, in_c, out_c, fused activation): 0 none, 1 RELU (act_min = the output zero point)
 SHAPES = [(1, 1, 3, 13, 7, 0), (1, 1, 1, 6, 9, 1), (2, 2, 1, 21, 5, 0)]
 
@@ -79,7 +80,7 @@ def test_every_config_matches_the_interpreter(device: str) -> None:
         assert all(x is None for x in counted) if device == "host" else all(x > 0 for x in counted)
 
 
-@pytest.mark.parametrize("device", ["host", "cortex-m4"])
+@pytest.mark.parametrize("device", ["host", "cortex-m4", "riscv32"])
 def test_left_shifts_and_zero_multipliers(device: str) -> None:
     """Scales that make a left shift (300) and a multiplier of 0 (1e-12) beside an ordinary channel."""
     rng = np.random.default_rng(5)
@@ -90,7 +91,7 @@ def test_left_shifts_and_zero_multipliers(device: str) -> None:
     it.allocate_tensors()
     assert max(it._kernels[0].shifts) > 0 and min(it._kernels[0].mults) == 0
     ((op, t, shape),) = tune.layers(it)
-    configs = [c for c in t.space(shape) if c["unroll"] == 2 and c["expand"] == c["fused"]]
+    configs = [c for c in t.space(shape) if c["unroll"] == 2 and (c["expand"] == c["fused"] or c["requant"])]
     results, (_, base_ok) = tune.measure(it, op, t, shape, configs, device, seed=3)
     assert base_ok and all(ok for _, ok in results)
 
@@ -129,12 +130,11 @@ def test_tune_refuses_devices_without_counts() -> None:
         tune.tune_model(model, "host")
     with pytest.raises(tune.TuneError, match="QEMU"):
         tune.tune_model(model, "qemu-m4")
-    no_pointwise = op_model("CONV_2D", [T((1, 3, 3, 2), "int8", 0.05, 0), T((2, 3, 3, 2), "int8", 0.01, 0,
-                                                                              data=1)],
-                            [T((1, 1, 1, 2), "int8", 0.3, 0)],
-                            schema.options("CONV_2D", padding=1, stride_h=1, stride_w=1))
+    untemplated = op_model("MAX_POOL_2D", [T((1, 4, 4, 2), "int8", 0.05, 0)], [T((1, 2, 2, 2), "int8", 0.05, 0)],
+                           schema.options("MAX_POOL_2D", padding=1, stride_h=2, stride_w=2, filter_height=2,
+                                          filter_width=2))
     with pytest.raises(tune.TuneError, match="no layer"):
-        tune.tune_model(no_pointwise, "cortex-m4")
+        tune.tune_model(untemplated, "cortex-m4")
 
 
 def test_cli_tune(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -157,6 +157,15 @@ def test_bad_logs_are_refused(tmp_path: Path) -> None:
         templates.load_log([{"target": "cortex-m4"}])
     with pytest.raises(templates.TuningLogError, match="cannot read"):
         templates.load_log(tmp_path / "missing.json")
+
+
+def test_a_log_cut_by_a_killed_run_keeps_its_whole_records(tmp_path: Path) -> None:
+    record = {"target": "cortex-m4", "template": "conv_2d_1x1", "key": "k", "config": {}, "instructions": 1,
+              "verified": True}
+    log = tmp_path / "cut.jsonl"
+    log.write_text(json.dumps(record) + "\n" + json.dumps(record)[:20])
+    with pytest.warns(UserWarning, match="cut short"):
+        assert templates.load_log(log) == [record]
 
 
 def test_shipped_person_detect_log() -> None:

@@ -1,5 +1,6 @@
 """Generated depthwise-convolution kernels (``templates.depthwise_conv_2d``): every config byte-identical to the
-interpreter on the host (gcc, portable C), an emulated Cortex-M4 (SXTB16 / SMLAxy path) and Cortex-M0 (no DSP).
+interpreter on the host (gcc, portable C), an emulated Cortex-M4 (SXTB16 / SMLAxy path), Cortex-M0 (no DSP) and
+RV32 (no DSP; ``chain``'s asm multiply-adds).
 
 Each device runs every config of the template once, spread over five small layers so that across the three devices
 each config meets three of them: stride 1 and 2, SAME and VALID padding, odd channel counts, a 1x1 image (every
@@ -24,7 +25,7 @@ from micronn.tflite import schema
 pytest.importorskip("unicorn")
 pytest.importorskip("ziglang")
 
-DEVICES = ["host", "cortex-m4", "cortex-m0"]
+DEVICES = ["host", "cortex-m4", "cortex-m0", "riscv32"]  # riscv32 alone runs the asm multiply-adds
 # (batch, h, w, in_c, depth multiplier, stride, padding (0 SAME, 1 VALID), fused activation, stage)
 # stage 1: a one-op model, whose plan places the output over the input; 0: the input is read again afterwards
 LAYERS = [(1, 5, 7, 5, 1, 1, 0, 0, 1), (1, 6, 5, 1, 8, 2, 0, 3, 1), (2, 1, 1, 3, 1, 1, 0, 0, 1),

@@ -40,6 +40,19 @@ def test_eval_text_json_and_report(dataset, tmp_path: Path, capsys) -> None:
     assert json.loads(capsys.readouterr().out)["accuracy"] == expected.accuracy
 
 
+def test_eval_backends_and_workers_give_the_same_scores(dataset, capsys) -> None:
+    """--backend numpy (the reference) and --backend native on two threads: the same JSON but for the timing."""
+    xp, yp, _, _ = dataset
+    model = str(model_path("person_detect"))
+    runs = []
+    for extra in (["--backend", "numpy"], ["--backend", "native", "--workers", "2", "--batch", "3"]):
+        assert main(["eval", model, "--data", str(xp), "--labels", str(yp), "--json", *extra]) == 0
+        res = json.loads(capsys.readouterr().out)
+        runs.append({k: v for k, v in res.items() if k not in ("seconds", "samples_per_second")})
+    assert runs[0] == runs[1]
+    assert main(["eval", model, "--data", str(xp), "--backend", "fast"]) != 0
+
+
 @pytest.mark.parametrize("args,code,message", [
     (["--data", "{tmp}/missing.npy"], 1, "no data at"),
     (["--data", "{tmp}/x.npy", "--labels", "{tmp}/nope.txt"], 1, "no labels file"),

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 from micronn.errors import MicronnError
 from micronn.micro import lower
-from micronn.micro.templates import conv_2d_1x1, depthwise_conv_2d
+from micronn.micro.templates import conv_2d, conv_2d_1x1, depthwise_conv_2d
 from micronn.micro.toolchain import cache_dir
 
-TEMPLATES = {conv_2d_1x1.NAME: conv_2d_1x1, depthwise_conv_2d.NAME: depthwise_conv_2d}
+TEMPLATES = {conv_2d_1x1.NAME: conv_2d_1x1, depthwise_conv_2d.NAME: depthwise_conv_2d,
+             conv_2d.NAME: conv_2d}  # conv_2d last: the 1x1 template keeps the layers it covers
 LOG_VERSION = 1
 
 
@@ -46,9 +48,18 @@ def load_log(log: Log) -> list[dict[str, Any]]:
         except OSError as e:
             raise TuningLogError(f"cannot read tuning log {path}: {e.strerror or e}") from e
         try:
-            stripped = text.lstrip()
-            records = json.loads(text) if stripped.startswith("[") else \
-                [json.loads(line) for line in text.splitlines() if line.strip()]
+            if text.lstrip().startswith("["):
+                records = json.loads(text)
+            else:
+                lines = [line for line in text.splitlines() if line.strip()]
+                cut = not text.endswith("\n")  # records end in a newline: a run killed mid-write leaves none
+                records = [json.loads(line) for line in (lines[:-1] if cut else lines)]
+                if cut and lines:
+                    try:
+                        records.append(json.loads(lines[-1]))
+                    except json.JSONDecodeError:  # its last record is lost, not the log
+                        warnings.warn(f"tuning log {path}: dropped its last line, cut short (a killed run?)",
+                                      UserWarning, stacklevel=2)
         except json.JSONDecodeError as e:
             raise TuningLogError(f"tuning log {path} is not JSON lines: {e}") from e
     need = ("target", "template", "key", "config", "instructions", "verified")

@@ -17,7 +17,15 @@ and start from the plain bias, as TFLM does. Knobs, in the spirit of AutoTVM:
 * ``border`` (0, 1): border pixels through one function with run-time tap bounds, or a specialised function per
   border class (the valid taps unrolled);
 * ``expand`` (0, 1): on DSP targets, widen the filter to int16 lanes once per call into a stack buffer, grouped per
-  channel tile (else the filter bytes are split by SXTB16 at every tap); no effect on the portable path.
+  channel tile (else the filter bytes are split by SXTB16 at every tap); no effect on the portable path;
+* ``chain`` (0, 1): the schedule for cores without SIMD. 1 writes each portable multiply-add as one chained step
+  (on RV32 one asm statement, a multiply and an add through a scratch register: clang's generic RV32 schedule
+  otherwise hoists a tile's products ahead of their adds and spills), and takes ``conv_2d_1x1``'s ``requant`` 1
+  output stage (each channel's constants copied to locals once per tile, the high half of the doubled product by
+  one signed x unsigned multiply, ``mulhsu`` on RV32); on the DSP path only the output stage changes.
+
+``chain`` is newer than the shipped Cortex-M4 log: a config without it takes 0, which writes the very code (and
+symbol) the template wrote before it existed.
 
 Requantization is fused: each channel tile is requantized as soon as its sums are done, with the branch-free
 output stage of ``conv_2d_1x1`` (``mn_requant_s8`` for layers whose multipliers or shifts it does not cover). The
@@ -40,7 +48,9 @@ NAME = "depthwise_conv_2d"
 OP = "DEPTHWISE_CONV_2D"
 VERSION = 1  # bump when the generated code changes: tuning logs key their configs by it
 KNOBS: dict[str, tuple[int, ...]] = {"tile_c": (1, 2, 4), "tile_w": (1, 2, 4), "unroll": (0, 1), "border": (0, 1),
-                                     "expand": (0, 1)}
+                                     "expand": (0, 1), "chain": (0, 1)}
+# what a config that predates a knob gets: the code generated before the knob existed
+DEFAULTS: dict[str, int] = {"chain": 0}
 
 # The argument words of mn_depthwise_conv_2d_s8 (kernels/depthwise_conv_2d.c's enum, checked by the tests)
 ARGS = ("OUT", "IN", "FILTER", "BIAS", "BIAS_FULL", "MULT", "SHIFT", "N", "IN_H", "IN_W", "IN_C", "OUT_H", "OUT_W",
@@ -104,28 +114,34 @@ def shape_of(symbol: str, args: list[Any]) -> Shape | None:
 
 def space(shape: Shape) -> list[dict[str, int]]:
     """Every config of the template (all valid for every shape), less those ``expand`` cannot change (one-channel
-    tiles never read the widened filter)."""
+    tiles never read the widened filter) and, with ``chain``, those with run-time border bounds (specialised
+    borders are cheaper on every target measured). The ``chain`` configs come first (grid order)."""
     out = [dict(zip(KNOBS, values)) for values in itertools.product(*KNOBS.values())]
-    return [c for c in out if not (c["tile_c"] == 1 and c["expand"])]
+    out = [c for c in out if not (c["tile_c"] == 1 and c["expand"]) and not (c["chain"] and not c["border"])]
+    return [c for c in out if c["chain"]] + [c for c in out if not c["chain"]]  # the no-SIMD schedules first
 
 
 def features(shape: Shape, config: dict[str, int]) -> list[float]:
     """The cost model's features: the knobs, the shape, and what the knobs leave over."""
+    config = check_config(config)
     return [config["tile_c"], config["tile_w"], config["unroll"], config["border"], config["expand"],
-            shape.in_c, shape.mult, shape.out_h * shape.out_w, shape.s_w, shape.f_h * shape.f_w,
+            config["chain"], shape.in_c, shape.mult, shape.out_h * shape.out_w, shape.s_w, shape.f_h * shape.f_w,
             shape.out_c % config["tile_c"], shape.out_w % config["tile_w"], float(shape.mult % config["tile_c"] == 0)]
 
 
 def symbol(shape: Shape, config: dict[str, int]) -> str:
-    """``mn_depthwise_conv_2d_<h>x<w>x<c>_<hash>``: the hash covers the template version, shape and config."""
-    blob = json.dumps([VERSION, shape.key, sorted(config.items())])
+    """``mn_depthwise_conv_2d_<h>x<w>x<c>_<hash>``: the hash covers the template version, shape and config (knobs
+    at their ``DEFAULTS`` left out, so a config from before those knobs keeps its symbol)."""
+    kept = [(k, v) for k, v in sorted(config.items()) if DEFAULTS.get(k) != v]
+    blob = json.dumps([VERSION, shape.key, kept])
     return (f"mn_{NAME}_{shape.in_h}x{shape.in_w}x{shape.in_c}x{shape.mult}_"
             f"{hashlib.sha1(blob.encode()).hexdigest()[:10]}")
 
 
 def check_config(config: dict[str, int]) -> dict[str, int]:
-    """The config with every knob present and in range (raises ValueError otherwise)."""
-    return _knobs.check_config(NAME, KNOBS, config)
+    """The config with every knob present (those of ``DEFAULTS`` may be absent) and in range (raises ValueError
+    otherwise)."""
+    return _knobs.check_config(NAME, KNOBS, {**DEFAULTS, **config})
 
 
 # ---- code generation -----------------------------------------------------------------------------------------
@@ -223,7 +239,9 @@ class _Gen:
         w, bcast = self.w, self.s.mult > 1
         if not dsp or tc == 1:
             for j in range(tc):
-                w(f"a{p}_{j} += (uint32_t)({x if bcast else f'{x}_{j}'} * {f}_{j});")
+                xj = x if bcast else f"{x}_{j}"
+                w(f"MN_MAC(a{p}_{j}, {xj}, {f}_{j});" if self.c["chain"] else
+                  f"a{p}_{j} += (uint32_t)({xj} * {f}_{j});")
             return
         if tc == 4:
             xe, xo = (x, x) if bcast else (f"{x}_e", f"{x}_o")
@@ -292,6 +310,14 @@ class _Gen:
         else:
             for ky in range(*rows):
                 self.row(str(ky), str(ky - rows[0]), cols, px, tc, dsp, off)
+        if self.c["chain"]:  # channel by channel: one channel's constants live at a time
+            for j in range(tc):
+                w.open("")
+                w(f"const mn_ch q = cx->ch[oc0 + {j}];")
+                for p in range(px):
+                    w(f"o[{p} * OC + oc0 + {j}] = mn_out_q(a{p}_{j}, &q, cx, oc0 + {j}, zp, sat);")
+                w.close()
+            return
         for p in range(px):
             for j in range(tc):
                 w(f"o[{p} * OC + oc0 + {j}] = mn_out(a{p}_{j}, cx, oc0 + {j}, sat);")
@@ -305,6 +331,8 @@ class _Gen:
                f"const int8_t *filter, const uint32_t *fx, int8_t *o, const mn_ctx *cx, const int32_t *bias, "
                f"uint32_t off2, int32_t off, const int sat{bounds})")
         w("(void)fx, (void)bias, (void)off2, (void)off;")
+        if self.c["chain"]:
+            w("const int32_t zp = cx->zp;")
         tc, groups = self.groups(dsp)
         loop_rows = not self.c["unroll"]
         if groups:
@@ -447,6 +475,11 @@ class _Gen:
         w("")
 
 
+def _shown(config: dict[str, int]) -> dict[str, int]:
+    """The config as the source's comment shows it: knobs at their ``DEFAULTS`` left out (as in ``symbol``)."""
+    return {k: v for k, v in config.items() if DEFAULTS.get(k) != v}
+
+
 def source(shape: Shape, configs: list[dict[str, int]]) -> tuple[list[str], str]:
     """``(symbols, C source)``: one translation unit with a kernel per config (a batch compiles once)."""
     configs = [check_config(c) for c in configs]
@@ -455,6 +488,9 @@ def source(shape: Shape, configs: list[dict[str, int]]) -> tuple[list[str], str]
     w(f"/* Generated by micronn.micro.templates.{NAME} (version {VERSION}) for {shape.key}: "
       f"{len(configs)} config(s). */")
     w(conv_2d_1x1._PRELUDE)
+    if any(c["chain"] for c in configs):
+        w(conv_2d_1x1._OUT_Q)
+        w(conv_2d_1x1._MAC)
     w(_DSP)
     s = shape
     w(f"enum {{ NB = {s.n}, IH = {s.in_h}, IW = {s.in_w}, IC = {s.in_c}, OH = {s.out_h}, OW = {s.out_w}, "
@@ -465,7 +501,7 @@ def source(shape: Shape, configs: list[dict[str, int]]) -> tuple[list[str], str]
     for c, name in zip(configs, names):
         if name not in done:
             done.add(name)
-            w(f"/* {name}: {json.dumps(c, sort_keys=True)} */")
+            w(f"/* {name}: {json.dumps(_shown(c), sort_keys=True)} */")
             _Gen(w, shape, c, name.rsplit("_", 1)[1]).kernel(name)
     return names, "\n".join(w.lines) + "\n"
 
