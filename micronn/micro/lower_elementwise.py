@@ -60,10 +60,10 @@ def binary_walk(o: _Op) -> list[int]:
     """The walk of a broadcasting binary op over its output, mirroring ``_elementwise.broadcast_inputs``:
     equal input shapes walk flat; otherwise each input is aligned on the right of the output's shape."""
     (a, b), out = o.node.inputs[:2], o.node.outputs[0]
-    size = out.dtype.itemsize
+    size = out.dtype.itemsize  # the inputs step by their own element size (a bool result of wider operands)
     if tuple(a.shape) == tuple(b.shape):
         n = int(np.prod(out.shape, dtype=np.int64))
-        return walk(o, [n], [size], [size], [size])
+        return walk(o, [n], [size], [a.dtype.itemsize], [b.dtype.itemsize])
     shape = [int(d) for d in out.shape]
     rank = len(shape)
     steps = []

@@ -25,7 +25,7 @@ import numpy as np
 
 from micronn.kernels.signal_filter_bank_log import CORRECTION
 from micronn.micro.lower import INT_TYPES, ConstRef, LowerError, ScratchRef, Task, _i32, _Op, lowering
-from micronn.micro.lower_elementwise import _contiguous, binary_walk, check_in_place, walk
+from micronn.micro.lower_elementwise import binary_walk, check_in_place
 
 # uint32 is read and written as its int32 bits, bool read as its byte (0 or 1)
 CAST_TYPES = {**INT_TYPES, "uint32": INT_TYPES["int32"], "bool": INT_TYPES["uint8"]}
@@ -235,20 +235,6 @@ COMPARE_OPS = {"EQUAL": 0, "NOT_EQUAL": 1, "LESS": 2, "LESS_EQUAL": 3, "GREATER"
 COMPARE_TYPES = {"bool": 0, "int16": 1, "int32": 2, "int64": 3, "float32": 4}
 
 
-def _sized_walk(o: _Op) -> list[int]:
-    """binary_walk with the output's element size apart from the inputs' (a bool result of wider operands)."""
-    (a, b), out = o.node.inputs[:2], o.node.outputs[0]
-    shape, osz, isz = [int(d) for d in out.shape], out.dtype.itemsize, a.dtype.itemsize
-    if tuple(a.shape) == tuple(b.shape):
-        return walk(o, [int(np.prod(shape, dtype=np.int64))], [osz], [isz], [isz])
-    steps = []
-    for t in (a, b):
-        s = [int(d) for d in t.shape]
-        s = [1] * (len(shape) - len(s)) + s
-        steps.append([0 if d == 1 else st for d, st in zip(s, _contiguous(s, isz))])
-    return walk(o, shape, _contiguous(shape, osz), *steps)
-
-
 @lowering("EQUAL", *COMPARE_TYPES)
 @lowering("NOT_EQUAL", *COMPARE_TYPES)
 @lowering("LESS", *COMPARE_TYPES)
@@ -258,7 +244,7 @@ def _sized_walk(o: _Op) -> list[int]:
 def _compare(o: _Op) -> list[Task]:
     kind = o.node.inputs[0].dtype.name
     return [o.task("mn_compare", o.out(), o.inp(0), o.inp(1), COMPARE_OPS[o.name], COMPARE_TYPES[kind],
-                   *_sized_walk(o))]
+                   *binary_walk(o))]
 
 
 @lowering("LOGICAL_AND", "bool", streaming=True)
