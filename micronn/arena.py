@@ -6,6 +6,12 @@
 The head is laid out by a memory planner after every kernel has been prepared; the tail grows
 down from the top during prepare (variable tensors, per-channel quantization parameters,
 lookup tables). Nothing is allocated after ``allocate_tensors()``.
+
+Read-only tail data computed from the model's constants (per-channel multipliers and shifts) may be asked for
+with a content ``key``: an array whose bytes are already in the tail then reuses that copy instead of taking
+new bytes, as an embedded runtime can do because nothing ever writes it. A patched model's stripes repeat each
+layer, and with it these arrays, so they share one copy. ``tail_shared`` counts the bytes saved so that
+figures of TFLM (which keeps one copy per operator) can still be computed.
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ class Arena:
     tail_used: int = 0
     tail: list[TailEntry] = field(default_factory=list)
     tail_base: int = 0  # bytes at the top already owned by other tenants of a shared arena
+    tail_shared: int = 0  # aligned bytes that reused an identical read-only copy instead of taking their own
+    reused: list[TailEntry] = field(default_factory=list)  # who reused which copy (offset of the copy)
+    _copies: dict[bytes, TailEntry] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, memory: int | bytearray | memoryview | np.ndarray | None) -> Arena:
@@ -56,11 +65,23 @@ class Arena:
     def size(self) -> int:
         return 0 if self.buf is None else len(self.buf)
 
-    def persistent(self, nbytes: int, what: str) -> np.ndarray | None:
-        """Take ``nbytes`` from the tail; None if the arena is only measuring or is too small."""
+    def persistent(self, nbytes: int, what: str, key: bytes | None = None) -> np.ndarray | None:
+        """Take ``nbytes`` from the tail; None if the arena is only measuring or is too small.
+
+        With a ``key`` (the bytes of read-only data), an earlier entry taken with the same key is handed out again
+        instead: the caller must never write the returned view (the first taker fills it)."""
+        if key is not None and key in self._copies:
+            first = self._copies[key]
+            self.tail_shared += align(nbytes)
+            self.reused.append(TailEntry(what, first.offset, nbytes))
+            if self.buf is None or first.offset < 0:
+                return None
+            return self.buf[first.offset:first.offset + nbytes]
         self.tail_used += align(nbytes)
         offset = self.size - self.tail_base - self.tail_used
         self.tail.append(TailEntry(what, offset, nbytes))
+        if key is not None:
+            self._copies[key] = self.tail[-1]
         if self.buf is None or offset < 0:
             return None
         return self.buf[offset:offset + nbytes]

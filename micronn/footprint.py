@@ -76,7 +76,8 @@ def _structure(interp: Any) -> dict[str, int]:
         "io_tensors": len(io),
         "quantized_io": sum(1 for t in io if t.quant is not None and len(t.quant.scale)),
         "scratch_requests": sum(len(n.scratch_sizes) for ns in interp._all_nodes for n in ns),
-        "micronn_persistent": interp.tail,
+        # TFLM keeps one copy of per-channel arrays per operator: count the copies micronn's tail shares
+        "micronn_persistent": interp.tail + interp.tail_shared,
         "variables": variables,
     }
 

@@ -106,15 +106,19 @@ class _Node(Node):
         out = v[: n * dtype.itemsize].view(dtype)
         return out if shape is None else out[: int(np.prod(shape))].reshape(shape)
 
-    def persistent(self, array: np.ndarray) -> np.ndarray:
+    def persistent(self, array: np.ndarray, constant: bool = False) -> np.ndarray:
         if not self.preparing:
             raise self.fail("persistent memory can only be taken in prepare")
         array = np.ascontiguousarray(array)
-        raw = self.interp._arena.persistent(array.nbytes, f"op {self.index} ({self.op.op})")
+        key = array.tobytes() if constant and self.interp.sharing.persistent else None
+        raw = self.interp._arena.persistent(array.nbytes, f"op {self.index} ({self.op.op})", key)
         if raw is None:  # measuring pass or arena too small: keep going to learn the full size
-            return array.copy()
-        out = raw.view(array.dtype).reshape(array.shape)
-        out[...] = array
+            out = array.copy()
+        else:
+            out = raw.view(array.dtype).reshape(array.shape)
+            out[...] = array  # for a reused copy: the same bytes again
+        if key is not None:
+            out.flags.writeable = False  # shared with other operators: nobody may write it
         return out
 
     def bind_output(self, i: int, view: np.ndarray) -> None:
@@ -281,6 +285,7 @@ class Interpreter:
                                "prepare does not fit")
         self.base_requests, self.requests, self.shared_groups, self.plan = planned
         self.head, self.tail = self.plan.head, arena.tail_used
+        self.tail_shared = arena.tail_shared  # tail bytes TFLM would take again (one copy per operator)
         if arena.buf is None:
             return planned
         needed = self.head + self.tail + arena.tail_base
@@ -343,7 +348,7 @@ class Interpreter:
         if not self._allocated:
             self.allocate_tensors()
 
-    _PLANNED = frozenset({"head", "tail", "arena_size", "plan", "requests", "base_requests"})
+    _PLANNED = frozenset({"head", "tail", "tail_shared", "arena_size", "plan", "requests", "base_requests"})
 
     def __getattr__(self, name: str) -> Any:
         """The plan's figures exist once the arena is planned: asking for one plans it, as ``invoke()`` and
@@ -582,6 +587,10 @@ class Interpreter:
             "sharing": {k: getattr(self.sharing, k) for k in ("alias", "inplace", "overlap")},
             "shared_groups": self.shared_groups, "plan_notes": self.plan.notes, "buffers": bufs,
             "tail": [{"what": e.what, "offset": e.offset, "size": e.size} for e in self._arena.tail],
+            # read-only per-operator data that reuses an identical copy above (Sharing.persistent): the bytes
+            # TFLM's tail has and this one saves
+            "tail_shared_bytes": self.tail_shared,
+            "tail_reused": [{"what": e.what, "offset": e.offset, "size": e.size} for e in self._arena.reused],
         }
 
 

@@ -447,8 +447,8 @@ class ConvLike(Kernel):
             self.in_zp, self.out_zp = inp.zero_point, out.zero_point
         else:
             self.fact_min, self.fact_max = float_activation_range(activation)
-        self.mults = node.persistent(mults)
-        self.shifts = node.persistent(shifts)
+        self.mults = node.persistent(mults, constant=True)
+        self.shifts = node.persistent(shifts, constant=True)
         self.requant = Requant(mults, shifts)
         self.mult64, self.shift64 = mults.astype(np.int64), shifts.astype(np.int64)
 

@@ -48,8 +48,11 @@ class Node:
         """Invoke only: the scratch buffer ``idx`` as a view of ``dtype`` (and ``shape``)."""
         raise NotImplementedError
 
-    def persistent(self, array: np.ndarray) -> np.ndarray:  # pragma: no cover
-        """Prepare only: copy ``array`` into the arena's persistent tail; returns the view to keep."""
+    def persistent(self, array: np.ndarray, constant: bool = False) -> np.ndarray:  # pragma: no cover
+        """Prepare only: copy ``array`` into the arena's persistent tail; returns the view to keep.
+
+        ``constant``: the kernel never writes the array (it is computed from the model's constants), so an
+        identical array another operator already keeps may be handed out instead (a read-only view)."""
         raise NotImplementedError
 
     @property

@@ -55,8 +55,8 @@ class _AsConv(Node):
     def output(self, i: int) -> np.ndarray:
         return self.out
 
-    def persistent(self, array: np.ndarray) -> np.ndarray:
-        return self.node.persistent(array)
+    def persistent(self, array: np.ndarray, constant: bool = False) -> np.ndarray:
+        return self.node.persistent(array, constant)
 
     def fail(self, msg: str) -> Any:
         return self.node.fail(msg)

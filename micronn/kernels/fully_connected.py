@@ -82,8 +82,8 @@ class FullyConnected(ConvLike):
                 axis = flt.quant.axis
                 if not 0 <= axis < len(flt.shape) or flt.shape[axis] != n_scales:
                     raise node.fail(f"weights have {n_scales} scales along axis {axis} of {flt.shape}")
-                self.mults = node.persistent(mults)
-                self.shifts = node.persistent(shifts)
+                self.mults = node.persistent(mults, constant=True)
+                self.shifts = node.persistent(shifts, constant=True)
                 mults, shifts = mults[:units], shifts[:units]
             self.mult64, self.shift64 = mults.astype(np.int64), shifts.astype(np.int64)
             self.requant = Requant(mults, shifts)

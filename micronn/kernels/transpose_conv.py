@@ -180,8 +180,8 @@ class TransposeConv(Kernel):
                 raise node.fail(f"float TRANSPOSE_CONV needs a float32 bias, got {bias.dtype.name}")
             lo, hi = activation_range_float(_clamping(opts.fused_activation_function))
             self.act_min, self.act_max = np.float32(lo), np.float32(hi)
-        self.mult = node.persistent(mult)
-        self.shift = node.persistent(shift)
+        self.mult = node.persistent(mult, constant=True)
+        self.shift = node.persistent(shift, constant=True)
 
         for axis in (1, 2):  # TFLM's padding and scatter loops compute these in int
             stride, size, f = (opts.stride_h, opts.stride_w)[axis - 1], out.shape[axis], weights.shape[axis]

@@ -18,7 +18,7 @@ from micronn.patch.search import search
 from micronn.storage import open_storage
 from micronn.tflite.reader import Source, read
 from micronn.tflite.writer import write
-from micronn.tinyseg.optimize import Step, optimize
+from micronn.tinyseg.optimize import Step, optimize, tflm_tail
 
 PATCH_MODES = ("auto", "off")
 SPILL_STEPS = ("+ spilling", "+ fused fetching", "+ streaming")
@@ -46,7 +46,7 @@ def optimize_and_verify(model: Model | Source, output: str | None = None, target
     if output is not None:
         check_writable(output)
     m = model if isinstance(model, Model) else read(model)
-    found = search(m, max_extra_macs)
+    found = search(m, max_extra_macs, tail=tflm_tail)  # priced as TinySeg prices its steps
     plain = optimize(m, target_bytes, storage)
     res, steps = plain, list(plain.steps)
     if found.patched:

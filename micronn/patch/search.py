@@ -65,11 +65,12 @@ class Result:
                 "tried": len(self.tried)}
 
 
-def measure(model: Model, **kw: Any) -> tuple[int, int]:
-    """(head, persistent tail) of ``model`` planned by micronn (default planner and sharing unless ``kw``)."""
+def measure(model: Model, tail: Callable[[Interpreter], int] | None = None, **kw: Any) -> tuple[int, int]:
+    """(head, persistent tail) of ``model`` planned by micronn (default planner and sharing unless ``kw``); the
+    tail is micronn's own (identical per-channel arrays of the stripes kept once) unless ``tail`` prices it."""
     it = Interpreter(model, **kw)
     it.allocate_tensors()
-    return it.head, it.tail
+    return it.head, it.tail if tail is None else tail(it)
 
 
 def runs(model: Model) -> list[tuple[int, int]]:
@@ -103,15 +104,16 @@ def _stops(model: Model, start: int, end: int) -> bool:
 
 
 def search(model: Model | Source, max_extra_macs: float = 0.2, *, stripes: tuple[int, ...] = STRIPES,
-           progress: Callable[[Choice], None] | None = None) -> Result:
+           progress: Callable[[Choice], None] | None = None,
+           tail: Callable[[Interpreter], int] | None = None) -> Result:
     """The patching of ``model`` with the smallest head + tail whose added MACs stay within ``max_extra_macs`` of
-    the model's (a fraction: 0.2 is 20 %); the model unchanged if none is smaller."""
+    the model's (a fraction: 0.2 is 20 %); the model unchanged if none is smaller. ``tail`` prices the tail of an
+    allocated interpreter (default: micronn's own; TinySeg's steps price TFLM's, which keeps every copy)."""
     if isinstance(max_extra_macs, bool) or not isinstance(max_extra_macs, (int, float)) or not max_extra_macs >= 0:
         raise MicronnError(f"max_extra_macs must be a non-negative fraction, got {max_extra_macs!r}")
     m = model if isinstance(model, Model) else read(model)
     base_macs = macs(m)
-    head, tail = measure(m)
-    before = Choice(0, 0, 0, head, tail, 0, m)
+    before = Choice(0, 0, 0, *measure(m, tail), 0, m)
     best, tried = before, []
     for start, end in runs(m):
         height = m.main.tensors[m.main.operators[end].outputs[0]].shape[1]
@@ -123,7 +125,7 @@ def search(model: Model | Source, max_extra_macs: float = 0.2, *, stripes: tuple
             extra = macs(pm) - base_macs
             if extra > max_extra_macs * base_macs:
                 break  # more stripes only add more
-            c = Choice(start, end, n, *measure(pm), extra, pm)
+            c = Choice(start, end, n, *measure(pm, tail), extra, pm)
             tried.append(c)
             if progress is not None:
                 progress(c)

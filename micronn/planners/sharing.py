@@ -63,10 +63,13 @@ class Sharing:
     # patch-based execution: row slices read in place, CONCATENATION inputs written into their slot of the output,
     # and the joined output streamed over the image its stripes slice
     slices: bool = True
+    # the persistent tail keeps one copy of identical read-only per-operator data (per-channel multipliers and
+    # shifts computed from the same constant scales), where TFLM keeps one per operator; never changes a plan's head
+    persistent: bool = True
 
     @classmethod
     def none(cls) -> Sharing:
-        return cls(False, False, False, False, False, False)
+        return cls(False, False, False, False, False, False, False)
 
     @property
     def any(self) -> bool:
