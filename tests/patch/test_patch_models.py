@@ -1,6 +1,6 @@
 """Patched real networks give the original's bytes on micronn and on the TFLM wheel, and need less arena.
 
-The configurations are what ``micronn.patch.search`` picks for each model (``benchmarks/memory.py`` prints them).
+The configurations are equal splits ``micronn.patch.search`` considers (``benchmarks/memory.py`` prints its choice).
 """
 
 from __future__ import annotations

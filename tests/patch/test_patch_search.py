@@ -44,3 +44,30 @@ def test_search_from_a_file_and_bad_budgets(model) -> None:
     for bad in (-0.1, True, "0.2", float("nan")):
         with pytest.raises(MicronnError, match="max_extra_macs"):
             search(model, bad)
+
+
+def test_unequal_stripes_on_person_detect_are_smaller_and_exact() -> None:
+    """The refinement moves rows between stripes: on person_detect it beats every equal split it started from, and
+    the model it returns (and the same split rebuilt from ``Choice.split``) computes the original's bytes on micronn
+    and on the TFLM wheel."""
+    from micronn import Interpreter
+    from micronn.models import bundled_model
+    from micronn.patch import patch
+    from micronn.testing import run_micronn, run_tflm
+    from micronn.tflite.reader import read
+
+    data = bundled_model("person_detect")
+    equal = search(data, 0.05, stripes=(8,), refine=0)
+    res = search(data, 0.05, stripes=(8,), refine=6)
+    b = res.best
+    assert equal.best.heights is None and b.heights is not None and sum(b.heights) == 24 and len(b.heights) == 8
+    assert b.total < equal.best.total and b.extra_macs <= 0.05 * res.macs
+    assert len(res.tried) <= len(equal.tried) + 6
+    rebuilt = patch(read(data), b.start, b.end, b.split)
+    it = Interpreter(rebuilt)
+    assert (it.head, it.tail) == (b.head, b.tail)
+    for seed in (0, 1):
+        xs = random_inputs(read(data), seed)
+        want = [o.tobytes() for o in run_tflm(data, xs)]
+        assert [o.tobytes() for o in run_micronn(write(res.model), xs)] == want
+        assert [o.tobytes() for o in run_tflm(write(rebuilt), xs)] == want
