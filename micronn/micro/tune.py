@@ -124,6 +124,14 @@ class _Bench:
         arena = interp._arena.buf
         before = arena.copy()
         views[self.in_t][...] = self.x
+        # variable inputs (SVDF's state) random too, the same bytes on the device, restored before every run
+        for t in node.op.inputs:
+            if t >= 0 and interp.model.main.tensors[t].is_variable:
+                v = views[t]
+                info = np.iinfo(v.dtype) if v.dtype.kind in "iu" else None
+                v[...] = rng.integers(info.min, info.max + 1, v.shape) if info else rng.standard_normal(v.shape)
+                self.sess.write(self.dm.resolve(lower.TensorRef(0, t)), v.tobytes())
+        self.arena0 = self.sess.read(self.dm.arena, self.dm.arena_size)
         interp._kernels[op].invoke(node)
         self.want = views[self.out_t].copy()
         arena[...] = before
@@ -131,6 +139,7 @@ class _Bench:
     def measure(self, fn: int, name: str) -> dict[str, Any]:
         """Instructions, estimated cycles and verdict of kernel ``fn`` on the layer (a device fault propagates)."""
         n = self.want.nbytes
+        self.sess.write(self.dm.arena, self.arena0)  # the state a previous run moved on
         self.sess.write(self.out_addr, bytes([0x5A]) * n)  # poison: every output byte must be written
         self.sess.write(self.in_addr, self.x.tobytes())  # after the poison: the output may lie over the input
         self.sess.enqueue(fn, self.args, name)
