@@ -8,7 +8,8 @@ the percent of TFLM's head saved; and planning time of the default configuration
 into the convolution they feed; ``all`` is micronn's default (fold, alias, in-place and streaming overlap).
 ``patched_total`` is micronn's head + tail after patch-based execution (``micronn.patch.search``, at most 20 %
 more MACs; the unpatched total where no patching helps; the tail keeps one copy of the per-channel arrays the
-stripes repeat) and ``extra_macs`` the MACs it adds, in percent. ``patched_x`` is TFLM's total over it and
+stripes repeat; one or more patched stages, ``patched_split`` lists them) and ``extra_macs`` the MACs it adds, in
+percent. ``patched_x`` is TFLM's total over it and
 ``peak_x`` TFLM's head over the patched head (the peak activation memory MCUNetV2 compares), beside
 ``mcunetv2_peak_x``, the paper's own ratio for its model family where it reports one (a printed reference only).
 """
@@ -69,14 +70,16 @@ def measure(path: Path) -> dict:
     found = patch.search(data)
     b = found.best
     row["patched_total"], row["patched_head"], row["patched_tail"] = b.total, b.head, b.tail
-    row["patched_split"] = f"ops {b.start}..{b.end} as {b.split}" if b.n else "-"
+    row["patched_split"] = "; ".join(
+        f"ops {st.start}..{st.end} as {st.split if isinstance(st.split, int) else list(st.split)}"
+        for st in b.stages) or "-"
     row["extra_macs"] = 100 * b.extra_macs / found.macs if found.macs else 0.0
     row["patched_x"] = row["tflm_total"] / b.total if b.total else 0.0
     row["peak_x"] = row["tflm_head"] / b.head if b.head else 0.0
     row["mcunetv2_peak_x"] = next((x for k, x in MCUNETV2_PEAK_X.items() if path.stem.startswith(k)), None)
     # the same stripes for TFLM, each slice cut just before its stripe (TFLM copies slices, so hoisting them costs)
     if b.n:
-        ship = write(patch.patch(read(data), b.start, b.end, b.split, slices_first=False))
+        ship = write(patch.patch_stages(read(data), b.stages, slices_first=False))
         row["patched_tflm_total"] = tflm_arena(ship)["total"]
     else:
         row["patched_tflm_total"] = row["tflm_total"]

@@ -5,7 +5,7 @@ TinySeg's spilling for ``micronn optimize --patches auto``."""
 
 from micronn.patch.combine import PATCH_MODES, optimize_and_verify
 from micronn.patch.search import Choice, Result, search
-from micronn.patch.transform import PatchError, Run, find_run, macs, patch
+from micronn.patch.transform import PatchError, Run, Stage, find_run, macs, patch, patch_stages
 
-__all__ = ["PATCH_MODES", "Choice", "PatchError", "Result", "Run", "find_run", "macs", "optimize_and_verify", "patch",
-           "search"]
+__all__ = ["PATCH_MODES", "Choice", "PatchError", "Result", "Run", "Stage", "find_run", "macs", "optimize_and_verify",
+           "patch", "patch_stages", "search"]

@@ -54,8 +54,8 @@ def optimize_and_verify(model: Model | Source, output: str | None = None, target
         if patched.after.total < plain.after.total:
             b = found.best
             pre = [s for s in patched.steps if s.name not in SPILL_STEPS][-1]
-            step = Step("+ patches", pre.head, pre.tail, f"operators {b.start}..{b.end} in {b.n} stripes, "
-                        f"+{found.as_dict()['extra_macs_pct']}% MACs", model=pre.model)
+            step = Step("+ patches", pre.head, pre.tail, f"{b.describe()}, +{found.as_dict()['extra_macs_pct']}% MACs",
+                        model=pre.model)
             res, steps = patched, [*[s for s in plain.steps if s.name not in SPILL_STEPS], step,
                                    *[s for s in patched.steps if s.name in SPILL_STEPS]]
     out = {"before": _bytes(steps[0]), "after": _bytes(steps[-1]), "target_bytes": target_bytes,

@@ -18,6 +18,9 @@ Every operator stays a standard TFLite operator, so every runtime runs the patch
 
 Average pooling divides by the number of valid cells, so it joins a run only where it never needs padding.
 The result computes the same bytes as the original: ``tests/patch`` checks it on micronn and on the TFLM wheel.
+
+Several runs may be patched one after another (:func:`patch_stages`): a later stage then slices the joined output of
+an earlier one as it would any image (micronn's planner makes those slices views of the join too).
 """
 
 from __future__ import annotations
@@ -54,6 +57,16 @@ class Run:
     end: int
     x: int
     y: int
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One patched run: operators ``start``..``end`` (indices of the original model) cut into ``split`` stripes, a
+    count or the stripes' heights (top first)."""
+
+    start: int
+    end: int
+    split: int | tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -366,6 +379,24 @@ def patch(model: Model, start: int, end: int, n: int | list[int], *, slices_firs
     for op in sg.operators[end + 1:]:
         b.op(op.op, list(op.inputs), list(op.outputs), op.options, like=op)
     return _finish(model, b.sg)
+
+
+def patch_stages(model: Model, stages: list[Stage] | tuple[Stage, ...], *, slices_first: bool = True) -> Model:
+    """``model`` with every stage's run patched (see :func:`patch`); the runs must not share operators.
+
+    Stages are applied from the last run to the first: :func:`patch` keeps the operators before its run where they
+    were, so every stage's indices still name the original operators when it is applied."""
+    order = sorted(stages, key=lambda st: st.start)
+    if not order:
+        raise PatchError("no stage to patch")
+    for a, b in zip(order, order[1:]):
+        if b.start <= a.end:
+            raise PatchError(f"stages {a.start}..{a.end} and {b.start}..{b.end} share operators")
+    out = model
+    for st in reversed(order):
+        split = st.split if isinstance(st.split, int) else list(st.split)
+        out = patch(out, st.start, st.end, split, slices_first=slices_first)
+    return out
 
 
 def macs(model: Model) -> int:

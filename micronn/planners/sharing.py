@@ -14,12 +14,15 @@ When an operator's input dies at that operator, its output may reuse the input's
   one input pixel or the pad value).
 - **slices** (patch-based execution, ``micronn.patch``): a STRIDED_SLICE of whole rows of a batch-1 image is a
   contiguous run of its bytes, so it can *be* those bytes (a view) even while the image stays alive. And
- whose output's leading dimensions before the axis are all 1 lays its inputs out one
+  a CONCATENATION whose output's leading dimensions before the axis are all 1 lays its inputs out one
   after another; each input that dies there can be written directly into its slot of the output, which then
   exists (whole, as one block) from the first input's producer on and the copy moves every byte onto itself.
   Patch-based execution joins its stripes this way, so only one stripe's intermediates are alive besides the
   joined output. The joined output is then also placed over the image the stripes slice, as low as no stripe
   overwrites rows a later stripe still reads (the stream gap of a whole run of operators).
+  With several patched stages, a later stage's row slices are views of the earlier stage's joined output just
+  the same; since one stage's views, join and stream only pay off together, each stage's are also offered to the
+  greedy choice as one candidate (``stage_bundles``).
 
 micronn's kernels read their whole input before writing, so any of these placements computes the same bytes;
 the gaps are computed for a kernel streaming in raster order, so the plan is valid on a device too. Tensors
@@ -447,17 +450,46 @@ def share(sg: Subgraph, requests: list[Request], sharing: Sharing,
         big = sorted(pairs, key=lambda p: -(min(size[p[0]], size[p[1]]) - p[2]))
         other = _greedy(requests, joins + [("pair", p) for p in big], trials)
         best, chosen = min((best, chosen), other, key=lambda bc: bc[0])
+        if len(concats) > 1:
+            # several patched stages: one stage's views, join and stream help only together (each alone can widen
+            # a quick greedy plan where another stage still peaks), so also offer each stage's joins as one
+            stages = stage_bundles(sg, concats, views, stream_candidates(sg, concats))
+            for order in (pairs, big):
+                other = _greedy(requests, stages + joins + [("pair", p) for p in order], trials)
+                best, chosen = min((best, chosen), other, key=lambda bc: bc[0])
     return merge(requests, *chosen)
+
+
+def stage_bundles(sg: Subgraph, concats: list[Concat], views: list[tuple[int, int, int]],
+                  streams: list[tuple[int, int]]) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """For each patched stage (a concatenation joining stripes): its concatenation and the row-slice views its
+    stripes read, as one candidate, and again with the join streamed over the image those views slice."""
+    producers = sg.producers()
+    out: list[tuple[str, list[tuple[str, Any]]]] = []
+    for c in concats:
+        y, parts = c
+        ops = set().union(*(_ancestors(sg, producers, p) for p, _ in parts))
+        own = [v for v in views if producers.get(v[1]) in ops]
+        images = {v[0] for v in own}
+        bundle = [("concat", c), *(("view", v) for v in own)]
+        out.append(("bundle", bundle))
+        flows = [("stream", st) for st in streams if st[1] == y and st[0] in images]
+        if flows:
+            out.append(("bundle", bundle + flows))
+    return out
 
 
 def _greedy(requests: list[Request], tries: list[tuple[str, Any]], trials: int) -> tuple[tuple[int, int], tuple]:
     """Accept each candidate (in order, at most ``trials``) that lowers the quick score; returns the score and the
-    accepted (pairs, concats, streams, views)."""
+    accepted (pairs, concats, streams, views). A ``("bundle", [(kind, candidate), ...])`` is tried as one."""
     chosen: tuple = ([], [], [], [])
     best = _score(requests)
     kinds = ("pair", "concat", "stream", "view")
     for kind, cand in tries[:trials]:
-        trial_set = tuple(c + [cand] if kind == name else c for name, c in zip(kinds, chosen))
+        items = cand if kind == "bundle" else [(kind, cand)]  # a bundle: candidates accepted together or not at all
+        trial_set = tuple(c + [x for k, x in items if k == name and x not in c] for name, c in zip(kinds, chosen))
+        if trial_set == chosen:
+            continue
         score = _score(merge(requests, *trial_set)[0])
         if score < best:
             best, chosen = score, trial_set

@@ -57,8 +57,8 @@ def test_unequal_stripes_on_person_detect_are_smaller_and_exact() -> None:
     from micronn.tflite.reader import read
 
     data = bundled_model("person_detect")
-    equal = search(data, 0.05, stripes=(8,), refine=0)
-    res = search(data, 0.05, stripes=(8,), refine=6)
+    equal = search(data, 0.05, stripes=(8,), refine=0, stages=1)
+    res = search(data, 0.05, stripes=(8,), refine=6, stages=1)
     b = res.best
     assert equal.best.heights is None and b.heights is not None and sum(b.heights) == 24 and len(b.heights) == 8
     assert b.total < equal.best.total and b.extra_macs <= 0.05 * res.macs
