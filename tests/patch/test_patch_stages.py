@@ -136,3 +136,15 @@ def test_search_stages_must_be_positive(synthetic) -> None:
     for bad in (0, True, 1.5):
         with pytest.raises(MicronnError, match="stages"):
             search(synthetic, stages=bad)
+
+
+def test_two_stage_person_detect_runs_on_the_device_runtime() -> None:
+    """The host-driven device runtime lowers both stages' in-place slices and joins (views of the earlier join
+    need no copy) and computes the wheel's bytes."""
+    pytest.importorskip("ziglang")
+    from micronn.micro import run_model
+
+    data = bundled_model("person_detect")
+    xs = random_inputs(read(data), 2)
+    got = run_model(write(_two_stage_person_detect()), "host", xs)["outputs"]
+    assert [o.tobytes() for o in got] == [o.tobytes() for o in run_tflm(data, xs)]
