@@ -206,7 +206,8 @@ def cmd_run(a: argparse.Namespace) -> Any:
             raise _UsageError("--arena-size applies to host runs; a device run places the arena itself")
         if a.output is not None:
             simulate.check_output(a.output)
-        res = micro.run_model(a.model, a.device, inputs, profile=a.profile, seed=a.seed, tuning_log=a.tuning_log)
+        log = {None: "auto", "none": None}.get(a.tuning_log, a.tuning_log)  # the shipped logs unless told
+        res = micro.run_model(a.model, a.device, inputs, profile=a.profile, seed=a.seed, tuning_log=log)
         if a.output is not None:
             res["path"] = simulate.save_outputs(a.output, res["outputs"])
     else:
@@ -462,8 +463,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--profile", action="store_true", help="per-op times and interpreter overhead")
     sp.add_argument("--device", help="run every op on a device: cortex-m4|cortex-m7|cortex-m33|cortex-m0|qemu-m4|"
                     "riscv32|riscv32-qemu|host (micronn devices lists them)")
-    sp.add_argument("--tuning-log", help="with --device: a micronn tune log, or auto (the logs micronn ships), whose "
-                    "best kernels replace the generic ones")
+    sp.add_argument("--tuning-log", help="with --device: a micronn tune log whose best kernels replace the generic "
+                    "ones; auto (the default): the logs micronn ships; none: the generic kernels only")
     sp = add("eval", cmd_eval, "score a classifier over a data set: accuracy, confusion matrix, per-class "
              "precision/recall, disagreements with the float model")
     sp.add_argument("model")

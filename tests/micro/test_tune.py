@@ -220,11 +220,22 @@ def test_tuning_two_templates_keeps_their_cost_models_apart(tmp_path: Path) -> N
 
 
 def test_auto_applies_the_shipped_logs(capsys: pytest.CaptureFixture) -> None:
-    """``auto`` reads every shipped log; apply-best keeps each target's records. From the CLI, a device run."""
+    """``auto`` reads every shipped log; apply-best keeps each target's records. From the CLI, a device run applies
+    them unless told ``--tuning-log none``."""
     records = templates.load_log(templates.AUTO)
     assert {r["target"] for r in records} >= {"cortex-m4", "riscv32"}
-    path = str(Path(micronn.__file__).parent / "models" / "person_detect.tflite")
-    assert cli(["run", path, "--device", "cortex-m4", "--tuning-log", "auto", "--json"]) == 0
+    models = Path(micronn.__file__).parent / "models"
+    path = str(models / "person_detect.tflite")
+    assert cli(["run", path, "--device", "cortex-m4", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert len(res["tuned"]) == 28 and res["instructions"] < 25_000_000  # the issue's goal for the whole model
     assert cli(["run", path, "--tuning-log", "auto"]) == 2  # a host run has no kernels to swap
+    capsys.readouterr()
+    kws = str(models / "keyword_scrambled.tflite")
+    assert cli(["run", kws, "--device", "cortex-m4", "--json"]) == 0
+    tuned = json.loads(capsys.readouterr().out)
+    assert cli(["run", kws, "--device", "cortex-m4", "--tuning-log", "none", "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert len(tuned["tuned"]) == 12 and not plain.get("tuned")  # 7 SVDF and 5 FULLY_CONNECTED layers
+    assert tuned["outputs"] == plain["outputs"]
+    assert tuned["instructions"] <= 36_000 < plain["instructions"]  # the issue's goal for the hotword model

@@ -11,27 +11,72 @@ from __future__ import annotations
 
 from micronn.micro.templates.conv_2d_1x1 import _Writer
 
+PRELUDE = """\
+#include "mn_kernels.h"
 
-def widen(w: _Writer, depth: int, zp: str) -> None:
+#if defined(__clang__)
+#define MN_NO_UNROLL _Pragma("clang loop unroll(disable)")
+#else
+#define MN_NO_UNROLL _Pragma("GCC unroll 1")
+#endif
+#define MN_INLINE static inline __attribute__((always_inline))
+
+/* mn_rq's folded requantization (mn_rq_clamp before its clamp): t * m plus the constant whose high word is h
+ * (h + 1 less for negative t) and low word 2^30 (0xC0000000), the high word shifted right by s */
+#if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
+MN_INLINE int32_t mn_fold(int32_t t, int32_t m, uint32_t h, int s) {
+    uint32_t lo = ((uint32_t)t & 0x80000000u) | 0x40000000u, hi = h + (uint32_t)(t >> 31);
+    __asm__("smlal %0, %1, %2, %3" : "+r"(lo), "+r"(hi) : "r"(t), "r"(m));
+    return (int32_t)hi >> s;
+}
+MN_INLINE int32_t mn_smmlar(int32_t x, int32_t m2) {
+    int32_t y;
+    __asm__("smmlar %0, %1, %2, %1" : "=r"(y) : "r"(x), "r"(m2));
+    return y;
+}
+#endif
+"""
+
+
+def folded(mult: int, shift: int, zp: int) -> bool:
+    """mn_rq's folded form applies (mn_rq_init's test): one 64-bit multiply-accumulate does both roundings."""
+    return mult > 1 << 30 and -22 <= shift <= -2 and -255 <= zp <= 255
+
+
+def fold(value: str, mult: int, shift: int, zp: int) -> str:
+    """C for mn_rq's folded requantization of int32 ``value`` (before the clamp), constants compiled in."""
+    e = -shift
+    hi = ((1 << (e - 2)) + zp * (1 << (e - 1))) & 0xFFFFFFFF
+    return f"mn_fold({value}, {mult}, {hi}u, {e - 1})"
+
+
+def widen(w: _Writer, depth: int, zp: int) -> None:
     """``uint32_t xe[2 * G]``: the input ``x`` (``depth`` int8 values) less ``zp``, as int16 lanes (x0, x2),
     (x1, x3) per group of four; the last, partial group read byte by byte (never past the input)."""
     groups, whole = -(-depth // 4), depth // 4
     w(f"uint32_t xe[{2 * groups}] __attribute__((aligned(8)));")
-    w(f"const uint32_t zp2 = ((uint32_t)({zp}) & 0xFFFFu) * 0x10001u;")
+
+    def lanes(at: int, v: str) -> None:
+        if zp:
+            w(f"xe[{at}] = (uint32_t)__builtin_arm_ssub16((int32_t)MN_EVEN({v}), (int32_t)zp2);")
+            w(f"xe[{at} + 1] = (uint32_t)__builtin_arm_ssub16((int32_t)MN_ODD({v}), (int32_t)zp2);")
+        else:
+            w(f"xe[{at}] = MN_EVEN({v}), xe[{at} + 1] = MN_ODD({v});")
+
+    if zp:
+        w(f"const uint32_t zp2 = ((uint32_t)({zp}) & 0xFFFFu) * 0x10001u;")
     if whole:
         w("MN_NO_UNROLL")
         w.open(f"for (int g = 0; g < {whole}; g++)")
         w("const uint32_t v = mn_word4(x + 4 * g);")
-        w("xe[2 * g] = (uint32_t)__builtin_arm_ssub16((int32_t)MN_EVEN(v), (int32_t)zp2);")
-        w("xe[2 * g + 1] = (uint32_t)__builtin_arm_ssub16((int32_t)MN_ODD(v), (int32_t)zp2);")
+        lanes("2 * g", "v")
         w.close()
     if depth % 4:
         w.open("")
         w("uint32_t v = 0;")
         for i in range(4 * whole, depth):
             w(f"v |= (uint32_t)(uint8_t)x[{i}] << {8 * (i - 4 * whole)};")
-        w(f"xe[{2 * whole}] = (uint32_t)__builtin_arm_ssub16((int32_t)MN_EVEN(v), (int32_t)zp2);")
-        w(f"xe[{2 * whole + 1}] = (uint32_t)__builtin_arm_ssub16((int32_t)MN_ODD(v), (int32_t)zp2);")
+        lanes(str(2 * whole), "v")
         w.close()
 
 

@@ -9,7 +9,7 @@ filters through the stages. Knobs:
 
 * ``dot`` (1, 0): the tile's projection (paired weight rows, ``_pair``) in Thumb-2 assembly or in C;
 * ``unroll`` (0 = all, 1, 2, 4): groups of four inputs per trip of the projection loop;
-* ``split`` (1, 0): first the projections and new state values of up to 64 filters into a stack stage, then their
+* ``split`` (1, 0): first the projections and new state values of 32 filters into a stack stage, then their
   time steps and outputs in one loop (``_steps_asm``: all in assembly, a memory of 8q slots), else each tile of
   four through every stage while its sums are in registers;
 * ``time`` (1, 0): the state shift and time dot product in assembly (eight slots a block: four unaligned loads,
@@ -43,6 +43,7 @@ ARGS = ("OUT", "IN", "W_FEATURE", "W_TIME", "BIAS", "STATE", "BATCHES", "INPUT_S
 GENERIC_SYMBOL = "mn_svdf_s8"
 _A = {name: i for i, name in enumerate(ARGS)}
 MAX_GROUPS = 24  # mn_kernels.h's MN_PAIR_SLAB: the widened input lives on the stack (firmware RAM counts it)
+CHUNK = 32  # filters per round of the split stages: a 256-byte stage on the stack
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,6 @@ class Shape:
         return self.batches * self.filters * (self.input_size + self.memory)
 
 
-def _folded(mult: int, shift: int, zp: int) -> bool:
-    """mn_rq's folded form applies (mn_rq_init's test): one 64-bit multiply-accumulate does both roundings."""
-    return mult > 1 << 30 and -22 <= shift <= -2 and -255 <= zp <= 255
-
-
 def shape_of(symbol: str, args: list[Any]) -> Shape | None:
     """The shape of an ``mn_svdf_s8`` task the template covers (see the module docstring), else None."""
     if symbol != GENERIC_SYMBOL or len(args) != len(ARGS):
@@ -91,8 +87,8 @@ def shape_of(symbol: str, args: list[Any]) -> Shape | None:
     # the state's requantization: mn_rq_s16_loop's SMMLAR form (no right shift) or the folded one; the output's
     # folded; a state zero point of 0
     smmlar = v["MULT_1"] >= 1 << 30 and 0 <= v["SHIFT_1"] < 31
-    if v["STATE_ZP"] or not (smmlar or _folded(v["MULT_1"], v["SHIFT_1"], 0)) or \
-            not _folded(v["MULT_2"], v["SHIFT_2"], v["OUT_ZP"]) or not -255 <= v["IN_ZP"] <= 255:
+    if v["STATE_ZP"] or not (smmlar or _pair.folded(v["MULT_1"], v["SHIFT_1"], 0)) or \
+            not _pair.folded(v["MULT_2"], v["SHIFT_2"], v["OUT_ZP"]) or not -255 <= v["IN_ZP"] <= 255:
         return None
     return Shape(v["BATCHES"], v["INPUT_SIZE"], v["FILTERS"], v["MEMORY"], v["IN_ZP"], v["MULT_1"], v["SHIFT_1"],
                  v["MULT_2"], v["SHIFT_2"], v["OUT_ZP"])
@@ -122,32 +118,8 @@ def check_config(config: dict[str, int]) -> dict[str, int]:
     return _knobs.check_config(NAME, KNOBS, {**DEFAULTS, **config})
 
 
-_PRELUDE = """\
-#include "mn_kernels.h"
-
-#if defined(__clang__)
-#define MN_NO_UNROLL _Pragma("clang loop unroll(disable)")
-#else
-#define MN_NO_UNROLL _Pragma("GCC unroll 1")
-#endif
-#define MN_INLINE static inline __attribute__((always_inline))
-
+_PRELUDE = _pair.PRELUDE + """
 typedef uint32_t __attribute__((may_alias)) mn_state_word;
-
-/* mn_rq's folded requantization (mn_rq_clamp before its clamp): t * m plus the constant whose high word is h
- * (h + 1 less for negative t) and low word 2^30 (0xC0000000), the high word shifted right by s */
-#if defined(__ARM_FEATURE_DSP) && defined(__thumb2__)
-MN_INLINE int32_t mn_fold(int32_t t, int32_t m, uint32_t h, int s) {
-    uint32_t lo = ((uint32_t)t & 0x80000000u) | 0x40000000u, hi = h + (uint32_t)(t >> 31);
-    __asm__("smlal %0, %1, %2, %3" : "+r"(lo), "+r"(hi) : "r"(t), "r"(m));
-    return (int32_t)hi >> s;
-}
-MN_INLINE int32_t mn_smmlar(int32_t x, int32_t m2) {
-    int32_t y;
-    __asm__("smmlar %0, %1, %2, %1" : "=r"(y) : "r"(x), "r"(m2));
-    return y;
-}
-#endif
 """
 
 
@@ -247,19 +219,12 @@ def _portable(w: _Writer, shape: Shape, tag: str) -> None:
     w("")
 
 
-def _fold(value: str, mult: int, shift: int, zp: int) -> str:
-    """C for mn_rq's folded requantization of int32 ``value`` (before the clamp), constants compiled in."""
-    e = -shift
-    hi = ((1 << (e - 2)) + zp * (1 << (e - 1))) & 0xFFFFFFFF
-    return f"mn_fold({value}, {mult}, {hi}u, {e - 1})"
-
-
 def _fresh(shape: Shape, acc: str) -> str:
     """C for the requantized projection ``acc`` before its clamp to int16: SMMLAR(x, 2 * mult - 2^32, x) for
     floor((x * mult + 2^30) / 2^31) (mn_rq_s16_loop's form, no right shift), else the folded form."""
     if shape.shift_1 >= 0:
         return f"mn_smmlar((int32_t)({acc} << {shape.shift_1}), (int32_t){(2 * shape.mult_1) & 0xFFFFFFFF}u)"
-    return _fold(f"(int32_t){acc}", shape.mult_1, shape.shift_1, 0)
+    return _pair.fold(f"(int32_t){acc}", shape.mult_1, shape.shift_1, 0)
 
 
 def _time_call(w: _Writer, asm: int, tag: str, mem: int, v: str, init: str) -> None:
@@ -327,14 +292,14 @@ def _kernel(w: _Writer, shape: Shape, config: dict[str, int], name: str) -> None
     w(f"int16_t *s = state + b * {shape.filters * mem};")
     w("const uint32_t *k = (const uint32_t *)wt;")
     w(f"const int32_t *fix = (const int32_t *)args[{a['FIX']}];")
-    _pair.widen(w, shape.input_size, str(shape.in_zp))
+    _pair.widen(w, shape.input_size, shape.in_zp)
     w(f"const uint32_t *wq = (const uint32_t *)args[{a['W_FEATURE']}];")
     step = "" if config["dot"] else f", wq += {4 * groups}"  # the assembly moves wq on itself
-    if config["split"]:  # 64 filters at a time: bias and new state value per filter on the stack, then time steps
-        w("int32_t stage[128];")
+    if config["split"]:  # CHUNK filters at a time: bias and new state value per filter on the stack, then time steps
+        w(f"int32_t stage[{2 * CHUNK}];")
         w("MN_NO_UNROLL")
-        w.open(f"for (int c0 = 0; c0 < {shape.filters}; c0 += 64)")
-        w(f"const int c1 = c0 + 64 < {shape.filters} ? c0 + 64 : {shape.filters};")
+        w.open(f"for (int c0 = 0; c0 < {shape.filters}; c0 += {CHUNK})")
+        w(f"const int c1 = c0 + {CHUNK} < {shape.filters} ? c0 + {CHUNK} : {shape.filters};")
         w("MN_NO_UNROLL")
         w.open(f"for (int f = c0; f < c1; f += 4{step})")
     else:
@@ -346,7 +311,8 @@ def _kernel(w: _Writer, shape: Shape, config: dict[str, int], name: str) -> None
         _pair.tile_dot(w, groups, config["unroll"])
     # lower.paired_rows's corrections fall on the odd rows (the second of a pair)
     w("MN_NO_UNROLL")
-    w(f"for (; fix[0] < f + 4; fix += 2) *(fix[0] == f + 1 ? &a1 : &a3) -= (uint32_t)(x[fix[1]] - {shape.in_zp});")
+    w(f"for (; fix[0] < f + 4; fix += 2) {{ const uint32_t d = (uint32_t)(x[fix[1]] - {shape.in_zp}); "
+      "if (fix[0] & 2) a3 -= d; else a1 -= d; }")
     split = config["split"]
     for j in range(4):
         w.open("")
@@ -358,7 +324,7 @@ def _kernel(w: _Writer, shape: Shape, config: dict[str, int], name: str) -> None
             continue
         w("const uint32_t v = (uint32_t)__builtin_arm_ssat(y, 16); /* its low half: the new slot */")
         _time_call(w, asm, tag, mem, "v", f"bias[f + {j}]")
-        w(f"o[f + {j}] = (int8_t)__builtin_arm_ssat({_fold('t', shape.mult_2, shape.shift_2, shape.out_zp)}, 8);")
+        w(f"o[f + {j}] = (int8_t)__builtin_arm_ssat({_pair.fold('t', shape.mult_2, shape.shift_2, shape.out_zp)}, 8);")
         w.close()
     w.close()
     if split and asm and mem % 8 == 0:
@@ -368,7 +334,7 @@ def _kernel(w: _Writer, shape: Shape, config: dict[str, int], name: str) -> None
         w("MN_NO_UNROLL")
         w.open("for (int f = c0; f < c1; f++)")
         _time_call(w, asm, tag, mem, "(uint32_t)stage[2 * (f - c0) + 1]", "stage[2 * (f - c0)]")
-        w(f"o[f] = (int8_t)__builtin_arm_ssat({_fold('t', shape.mult_2, shape.shift_2, shape.out_zp)}, 8);")
+        w(f"o[f] = (int8_t)__builtin_arm_ssat({_pair.fold('t', shape.mult_2, shape.shift_2, shape.out_zp)}, 8);")
         w.close()
         w.close()
     w.close()
