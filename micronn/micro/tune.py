@@ -124,6 +124,18 @@ class _Bench:
         arena = interp._arena.buf
         before = arena.copy()
         views[self.in_t][...] = self.x
+        # further activation inputs (ADD's, MUL's second operand) random too, written after the poison as well
+        self.more: list[tuple[int, bytes]] = []
+        for t in dict.fromkeys(node.op.inputs[1:]):
+            tensor = interp.model.main.tensors[t] if t >= 0 else None
+            if t == self.in_t or tensor is None or tensor.is_constant or tensor.is_variable:
+                continue
+            v = views[t]
+            if v.dtype.kind not in "iu":
+                continue
+            info = np.iinfo(v.dtype)
+            v[...] = rng.integers(max(info.min, -128), min(info.max, 127) + 1, v.shape)
+            self.more.append((self.dm.resolve(lower.TensorRef(0, t)), v.tobytes()))
         # variable inputs (SVDF's state) random too, the same bytes on the device, restored before every run
         for t in node.op.inputs:
             if t >= 0 and interp.model.main.tensors[t].is_variable:
@@ -142,6 +154,8 @@ class _Bench:
         self.sess.write(self.dm.arena, self.arena0)  # the state a previous run moved on
         self.sess.write(self.out_addr, bytes([0x5A]) * n)  # poison: every output byte must be written
         self.sess.write(self.in_addr, self.x.tobytes())  # after the poison: the output may lie over the input
+        for addr, data in self.more:
+            self.sess.write(addr, data)
         self.sess.enqueue(fn, self.args, name)
         self.sess.sync()
         cost = self.sess.last_profile[0]

@@ -18,6 +18,7 @@ from typing import Any
 from micronn.errors import MicronnError
 from micronn.micro import lower
 from micronn.micro.templates import (
+    add,
     conv_2d,
     conv_2d_1x1,
     conv_2d_1x1_s16,
@@ -31,7 +32,7 @@ from micronn.micro.toolchain import cache_dir
 # conv_2d after conv_2d_1x1: the 1x1 template keeps the layers it covers
 TEMPLATES = {conv_2d_1x1.NAME: conv_2d_1x1, depthwise_conv_2d.NAME: depthwise_conv_2d, conv_2d.NAME: conv_2d,
              svdf.NAME: svdf, fully_connected.NAME: fully_connected, conv_2d_1x1_s16.NAME: conv_2d_1x1_s16,
-             pool_2d.NAME: pool_2d}
+             pool_2d.NAME: pool_2d, add.NAME: add}
 LOG_VERSION = 1
 
 
