@@ -25,6 +25,7 @@ from micronn.micro.templates import (
     conv_2d_s16,
     depthwise_conv_2d,
     fully_connected,
+    mul,
     pool_2d,
     svdf,
 )
@@ -33,7 +34,8 @@ from micronn.micro.toolchain import cache_dir
 # conv_2d after conv_2d_1x1 (and conv_2d_s16 after conv_2d_1x1_s16): the 1x1 templates keep the layers they cover
 TEMPLATES = {conv_2d_1x1.NAME: conv_2d_1x1, depthwise_conv_2d.NAME: depthwise_conv_2d, conv_2d.NAME: conv_2d,
              svdf.NAME: svdf, fully_connected.NAME: fully_connected, conv_2d_1x1_s16.NAME: conv_2d_1x1_s16,
-             conv_2d_s16.NAME: conv_2d_s16, pool_2d.NAME: pool_2d, add.NAME: add}
+             conv_2d_s16.NAME: conv_2d_s16, pool_2d.NAME: pool_2d, add.NAME: add,
+             mul.NAME: mul}
 LOG_VERSION = 1
 
 
