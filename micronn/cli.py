@@ -188,8 +188,10 @@ def cmd_optimize(a: argparse.Namespace) -> Any:
           f"{res['verified']}")
     if "patches" in res:
         p = res["patches"]
-        what = (f"operators {p['after']['ops'][0]}..{p['after']['ops'][1]} in {p['after']['stripes']} stripes, "
-                f"+{p['extra_macs_pct']}% MACs" if p["used"] else "none used")
+        stages = "; ".join(f"operators {st['ops'][0]}..{st['ops'][1]} in "
+                           f"{st['split'] if isinstance(st['split'], int) else len(st['split'])} stripes"
+                           for st in p["after"]["stages"])
+        what = f"{stages}, +{p['extra_macs_pct']}% MACs" if p["used"] else "none used"
         print(f"patches ({p['tried']} tried): {what}")
     for key in ("path", "report"):
         if res.get(key):
