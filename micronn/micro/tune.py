@@ -673,7 +673,7 @@ def tune_model(model: Model | Source | Interpreter, target: str = "cortex-m4", *
             s.records.append(r)
             s.note(r)
             if r["verified"] and r["instructions"] is not None:
-                history.append((t.features(shape, space[i]), float(np.log(r["instructions"] / shape.macs))))
+                history.append((t.features(shape, space[i]), float(np.log(r["instructions"] / max(shape.macs, 1)))))
     guided = {s.strategy for s in shapes.values()} & {"xgb", "anneal"}
     label = {"xgb": cost.kind, "anneal": f"anneal ({cost.kind})", "random": "random", "grid": "grid"}[search] \
         if guided or search in ("random", "grid") else "exhaustive"
@@ -709,7 +709,7 @@ def tune_model(model: Model | Source | Interpreter, target: str = "cortex-m4", *
                         n = r["instructions"]
                         rec = {"target": name, "op": t.OP, "template": t.NAME, "version": t.VERSION, "key": s.key,
                                "config": s.space[i], "instructions": n,
-                               "instructions_per_mac": None if n is None else n / shape.macs,
+                               "instructions_per_mac": None if n is None or not shape.macs else n / shape.macs,
                                "cycles": r["cycles"], "baseline_instructions": s.base,
                                "verified": r["verified"], "error": r["error"], "layers": s.ops,
                                "micronn_version": __version__}
@@ -718,7 +718,8 @@ def tune_model(model: Model | Source | Interpreter, target: str = "cortex-m4", *
                         new.append(rec)
                         s.note(rec)
                         if rec["verified"] and n is not None:
-                            histories[t.NAME].append((t.features(shape, s.space[i]), float(np.log(n / shape.macs))))
+                            cost = float(np.log(n / max(shape.macs, 1)))  # per MAC (per call for ops without MACs)
+                            histories[t.NAME].append((t.features(shape, s.space[i]), cost))
                         if out_file is not None:
                             out_file.write((json.dumps(rec, sort_keys=True) + "\n").encode())
                     if out_file is not None:

@@ -27,6 +27,7 @@ from micronn.micro.templates import (
     fully_connected,
     mul,
     pool_2d,
+    softmax,
     svdf,
 )
 from micronn.micro.toolchain import cache_dir
@@ -35,7 +36,7 @@ from micronn.micro.toolchain import cache_dir
 TEMPLATES = {conv_2d_1x1.NAME: conv_2d_1x1, depthwise_conv_2d.NAME: depthwise_conv_2d, conv_2d.NAME: conv_2d,
              svdf.NAME: svdf, fully_connected.NAME: fully_connected, conv_2d_1x1_s16.NAME: conv_2d_1x1_s16,
              conv_2d_s16.NAME: conv_2d_s16, pool_2d.NAME: pool_2d, add.NAME: add,
-             mul.NAME: mul}
+             mul.NAME: mul, softmax.NAME: softmax}
 LOG_VERSION = 1
 
 
