@@ -9,7 +9,7 @@ groups unroll as the config says and its sums stay in registers.
 
 from __future__ import annotations
 
-from micronn.micro.templates.conv_2d_1x1 import _Writer
+from micronn.micro.templates._knobs import Writer as _Writer
 
 PRELUDE = """\
 #include "mn_kernels.h"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from micronn.micro.templates.conv_2d_1x1 import _Writer
+from micronn.micro.templates._knobs import Writer as _Writer
 
 DIMS = 6  # MN_WALK_DIMS
 

@@ -224,23 +224,7 @@ def _rows(counts: list[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class _Writer:
-    """Lines of C with indentation."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.depth = 0
-
-    def __call__(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line if line else "")
-
-    def open(self, line: str) -> None:
-        self(line + " {" if line else "{")
-        self.depth += 1
-
-    def close(self, tail: str = "") -> None:
-        self.depth -= 1
-        self("}" + tail)
+_Writer = _knobs.Writer
 
 
 def _channels(config: dict[str, int], dsp: bool) -> int:
