@@ -230,12 +230,12 @@ def test_risc_v_firmware(tmp_path: Path) -> None:
 
 @needs_unicorn
 def test_tuned_kernels_from_a_tuning_log(tmp_path: Path) -> None:
-    """The shipped person_detect log gives its 14 pointwise and 14 depthwise convolutions their generated kernels
-    in the project."""
+    """The shipped person_detect log gives its 14 pointwise and 14 depthwise convolutions, its pool and its softmax
+    their generated kernels in the project."""
     log = Path(micronn.__file__).parent / "micro" / "tuned" / "person_detect_cortex-m4.json"
     proj = export.export(path_of("person_detect"), tmp_path / "pd", tuning_log=log)
     generated = [k for k in proj.kernels if k.startswith(("mn_conv_2d_1x1_", "mn_depthwise_conv_2d_"))]
-    assert proj.tuned == 28 and len(generated) >= 10 and all(f"{k}.c" in proj.files for k in generated)
+    assert proj.tuned == 30 and len(generated) >= 10 and all(f"{k}.c" in proj.files for k in generated)
     assert export.run(proj, device="host").identical  # the generated C's portable path
     xs = random_inputs(micronn.tflite.reader.read(path_of("person_detect").read_bytes()), seed=4)
     tuned = export.run(proj, xs)
