@@ -240,3 +240,17 @@ def test_auto_applies_the_shipped_logs(capsys: pytest.CaptureFixture) -> None:
     assert len(tuned["tuned"]) == 13 and not plain.get("tuned")  # 7 SVDF, 5 FULLY_CONNECTED, the SOFTMAX
     assert tuned["outputs"] == plain["outputs"]
     assert tuned["instructions"] <= 36_000 < plain["instructions"]  # the issue's goal for the hotword model
+
+
+@pytest.mark.parametrize("target", ["cortex-m7", "cortex-m33"])
+def test_m7_and_m33_run_the_m4_records(target: str) -> None:
+    """The M7 and M33 have no logs of their own: the M4's configs (same instruction set) apply and keep the bytes."""
+    for name, tuned in (("keyword_scrambled", 13), ("person_detect", 30)):
+        model = micronn.Interpreter(Path(micronn.__file__).parent / "models" / f"{name}.tflite")
+        xs = random_inputs(model.model, 4)
+        res = run_model(model.model, target, xs, tuning_log="auto")
+        plain = run_model(model.model, target, xs)
+        assert len(res["tuned"]) == tuned and {a["measured_on"] for a in res["tuned"]} == {"cortex-m4"}
+        assert [o.tobytes() for o in res["outputs"]] == [o.tobytes() for o in plain["outputs"]]
+        assert res["instructions"] < plain["instructions"]
+    assert templates.best_for([], target) == {}

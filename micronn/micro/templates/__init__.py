@@ -124,10 +124,22 @@ def covered(task: lower.Task) -> tuple[Any, Any] | None:
     return None
 
 
+# Targets that run the records of another: the Cortex-M7 and M33 execute the M4's instruction set (Thumb-2 with the
+# DSP extension), so a config verified on the M4 compiles to correct code there; its measured count is the M4's and
+# the M4's best need not be theirs, so a target's own records, where a log has them, win shape by shape.
+TWINS = {"cortex-m7": "cortex-m4", "cortex-m33": "cortex-m4"}
+
+
+def best_for(records: list[dict[str, Any]], target: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """``best`` for ``target``, shapes it has no records of taken from its twin in ``TWINS``."""
+    own = best(records, target)
+    return {**best(records, TWINS[target]), **own} if target in TWINS else own
+
+
 def apply(tasks: list[lower.Task], log: Log, target: str) -> tuple[list[lower.Task], list[Path], list[dict]]:
     """Tasks with every covered one whose shape ``log`` tuned for ``target`` calling its generated kernel; the
     generated sources; what was applied (op index, template, key, config, symbol)."""
-    chosen = best(load_log(log), target)
+    chosen = best_for(load_log(log), target)
     out, sources, applied, seen = [], [], [], {}
     for task in tasks:
         hit = covered(task)
@@ -143,5 +155,6 @@ def apply(tasks: list[lower.Task], log: Log, target: str) -> tuple[list[lower.Ta
             sources.append(seen[name])
         out.append(lower.Task(name, list(task.args), task.op))
         applied.append({"op": task.op, "template": t.NAME, "key": shape.key, "config": config, "symbol": name,
-                        "instructions": rec["instructions"], "baseline_instructions": rec.get("baseline_instructions")})
+                        "instructions": rec["instructions"], "baseline_instructions": rec.get("baseline_instructions"),
+                        "measured_on": rec["target"]})
     return out, sources, applied
