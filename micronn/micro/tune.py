@@ -718,8 +718,8 @@ def tune_model(model: Model | Source | Interpreter, target: str = "cortex-m4", *
                         new.append(rec)
                         s.note(rec)
                         if rec["verified"] and n is not None:
-                            cost = float(np.log(n / max(shape.macs, 1)))  # per MAC (per call for ops without MACs)
-                            histories[t.NAME].append((t.features(shape, s.space[i]), cost))
+                            logged = float(np.log(n / max(shape.macs, 1)))  # per MAC (per call without MACs)
+                            histories[t.NAME].append((t.features(shape, s.space[i]), logged))
                         if out_file is not None:
                             out_file.write((json.dumps(rec, sort_keys=True) + "\n").encode())
                     if out_file is not None:
