@@ -252,3 +252,16 @@ def test_m7_and_m33_run_the_m4_records(target: str) -> None:
         assert [o.tobytes() for o in res["outputs"]] == [o.tobytes() for o in plain["outputs"]]
         assert res["instructions"] < plain["instructions"]
     assert templates.best_for([], target) == {}
+
+
+@pytest.mark.parametrize("target", ["cortex-m0", "cortex-m3"])
+def test_cores_without_dsp_have_their_own_logs(target: str) -> None:
+    """The M0 and M3 ship logs of their own (portable template paths): keyword_scrambled keeps its bytes and runs in
+    fewer instructions."""
+    model = micronn.Interpreter(Path(micronn.__file__).parent / "models" / "keyword_scrambled.tflite")
+    xs = random_inputs(model.model, 6)
+    res = run_model(model.model, target, xs, tuning_log="auto")
+    plain = run_model(model.model, target, xs)
+    assert res["tuned"] and {a["measured_on"] for a in res["tuned"]} == {target}
+    assert [o.tobytes() for o in res["outputs"]] == [o.tobytes() for o in plain["outputs"]]
+    assert res["instructions"] < plain["instructions"]
