@@ -93,3 +93,31 @@ def row(w: _Writer, walk: Walk, unroll: int, element: Callable[[str], None]) -> 
             element(str(j))
     for j in range(whole, n):
         element(str(j))
+
+
+def kernel(w: _Writer, walk: Walk, args: tuple[int, int, int], name: str, unroll: int, load1: Callable[[str], str],
+           load2: Callable[[str], str], combine: Callable[[str, str], str]) -> None:
+    """The function ``name``: ``r0[i] = combine(x1, x2)`` over the walk, ``x1 = load1(element)`` of input 1 and
+    ``x2 = load2(element)`` of input 2; an input the row broadcasts (stride 0) loaded once per row as ``a`` or
+    ``b``. ``args``: the argument words of the output and the two inputs."""
+    _, _, s1, s2 = walk.row
+    w.open(f"void {name}(const mn_word *args)")
+
+    def body() -> None:
+        w.open("")
+        if s1 == 0:
+            w(f"const int32_t a = {load1('r1[0]')};")
+        if s2 == 0:
+            w(f"const int32_t b = {load2('r2[0]')};")
+
+        def element(i: str) -> None:
+            x1 = "a" if s1 == 0 else load1(f"r1[({i}) * {s1}]")
+            x2 = "b" if s2 == 0 else load2(f"r2[({i}) * {s2}]")
+            w(f"r0[{i}] = {combine(x1, x2)};")
+
+        row(w, walk, unroll, element)
+        w.close()
+
+    loops(w, walk, args, body)
+    w.close()
+    w("")

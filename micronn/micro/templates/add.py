@@ -149,27 +149,9 @@ def _kernel(w: _knobs.Writer, shape: Shape, config: dict[str, int], name: str) -
     w(f"    return (int8_t)mn_rq_clamp(&q, raw, {s.act_min}, {s.act_max});")
     w("}")
     op = "-" if s.kind == "sub" else "+"
-    _, _, s1, s2 = s.walk.row
-    w.open(f"void {name}(const mn_word *args)")
-
-    def body() -> None:
-        w.open("")
-        if s1 == 0:
-            w(f"const int32_t a = mn_in1_{tag}(r1[0]);")
-        if s2 == 0:
-            w(f"const int32_t b = mn_in2_{tag}(r2[0]);")
-
-        def element(i: str) -> None:
-            x1 = "a" if s1 == 0 else f"mn_in1_{tag}(r1[({i}) * {s1}])"
-            x2 = "b" if s2 == 0 else f"mn_in2_{tag}(r2[({i}) * {s2}])"
-            w(f"r0[{i}] = mn_out_{tag}((int32_t)((uint32_t){x1} {op} (uint32_t){x2}));")
-
-        _walk.row(w, s.walk, config["unroll"], element)
-        w.close()
-
-    _walk.loops(w, s.walk, (a["OUT"], a["IN1"], a["IN2"]), body)
-    w.close()
-    w("")
+    _walk.kernel(w, s.walk, (a["OUT"], a["IN1"], a["IN2"]), name, config["unroll"],
+                 lambda v: f"mn_in1_{tag}({v})", lambda v: f"mn_in2_{tag}({v})",
+                 lambda x1, x2: f"mn_out_{tag}((int32_t)((uint32_t){x1} {op} (uint32_t){x2}))")
 
 
 def source(shape: Shape, configs: list[dict[str, int]]) -> tuple[list[str], str]:

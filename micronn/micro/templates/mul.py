@@ -106,27 +106,9 @@ def _kernel(w: _knobs.Writer, shape: Shape, config: dict[str, int], name: str) -
     else:
         w(f"    return (int8_t)mn_add_clamp(mn_mbqm(p, {s.mult}, {s.shift}), {s.out_zp}, {s.act_min}, {s.act_max});")
     w("}")
-    _, _, s1, s2 = s.walk.row
-    w.open(f"void {name}(const mn_word *args)")
-
-    def body() -> None:
-        w.open("")
-        if s1 == 0:
-            w(f"const int32_t a = r1[0] - ({s.zp1});")
-        if s2 == 0:
-            w(f"const int32_t b = r2[0] - ({s.zp2});")
-
-        def element(i: str) -> None:
-            x1 = "a" if s1 == 0 else f"(r1[({i}) * {s1}] - ({s.zp1}))"
-            x2 = "b" if s2 == 0 else f"(r2[({i}) * {s2}] - ({s.zp2}))"
-            w(f"r0[{i}] = mn_out_{tag}({x1} * {x2});")
-
-        _walk.row(w, s.walk, config["unroll"], element)
-        w.close()
-
-    _walk.loops(w, s.walk, (a["OUT"], a["IN1"], a["IN2"]), body)
-    w.close()
-    w("")
+    _walk.kernel(w, s.walk, (a["OUT"], a["IN1"], a["IN2"]), name, config["unroll"],
+                 lambda v: f"({v} - ({s.zp1}))", lambda v: f"({v} - ({s.zp2}))",
+                 lambda x1, x2: f"mn_out_{tag}({x1} * {x2})")
 
 
 def source(shape: Shape, configs: list[dict[str, int]]) -> tuple[list[str], str]:
