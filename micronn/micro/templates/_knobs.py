@@ -27,6 +27,20 @@ class Writer:
         self("}" + tail)
 
 
+def unrolled(w: Writer, count: int, unroll: int, var: str, step: Any) -> None:
+    """``step(i)`` for i = 0 .. count - 1: ``unroll`` steps a trip of a loop over ``var`` (kept rolled), then the
+    remainder written out."""
+    whole = count // unroll * unroll
+    if whole:
+        w("MN_NO_UNROLL")
+        w.open(f"for (int {var} = 0; {var} < {whole}; {var} += {unroll})")
+        for i in range(unroll):
+            step(f"{var} + {i}")
+        w.close()
+    for i in range(whole, count):
+        step(str(i))
+
+
 def symbol(template: ModuleType, shape: Any, config: dict[str, int], dims: str) -> str:
     """``mn_<template>_<dims>_<hash>``: the hash covers the template's version, the shape's key and the config."""
     blob = json.dumps([template.VERSION, shape.key, sorted(config.items())])

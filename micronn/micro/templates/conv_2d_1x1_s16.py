@@ -180,14 +180,7 @@ def _tile(w: _knobs.Writer, shape: Shape, config: dict[str, int], px: int, dsp: 
                         w(f"a{p}_{j} += (uint32_t)(x{p} * k);")
             w.close()
 
-        if steps // u:
-            w("MN_NO_UNROLL")
-            w.open(f"for (int s = 0; s < {steps // u * u}; s += {u})")
-            for i in range(u):
-                one(f"s + {i}")
-            w.close()
-        for i in range(steps // u * u, steps):
-            one(str(i))
+        _knobs.unrolled(w, steps, u, "s", one)
         if dsp:
             for r in range(rest):  # the last in_c % 4 channels, one at a time (from the copy, if any)
                 for p in range(px):

@@ -177,14 +177,7 @@ def _kernel(w: _knobs.Writer, shape: Shape, config: dict[str, int], name: str) -
                         w(f"a{p}_{j} = MN_SMLAD(xo{p}, ko, MN_SMLAD(xe{p}, ke, a{p}_{j}));")
                 w.close()
 
-            if quads // u:
-                w("MN_NO_UNROLL")
-                w.open(f"for (int q = 0; q < {quads // u * u}; q += {u})")
-                for i in range(u):
-                    step(f"q + {i}")
-                w.close()
-            for i in range(quads // u * u, quads):
-                step(str(i))
+            _knobs.unrolled(w, quads, u, "q", step)
             for r in range(rest):  # the last window % 4 values, in order after the whole quads
                 for p in range(p_n):
                     x = f"(int32_t)xb[{p * -(-win // 4) * 4 + 4 * quads + ((r & 1) << 1) + ((r >> 1) & 1)}]"
