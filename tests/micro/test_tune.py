@@ -155,6 +155,13 @@ def test_bad_logs_are_refused(tmp_path: Path) -> None:
         templates.load_log([{"target": "cortex-m4"}])
     with pytest.raises(templates.TuningLogError, match="cannot read"):
         templates.load_log(tmp_path / "missing.json")
+    it = micronn.Interpreter(Path(micronn.__file__).parent / "models" / "keyword_scrambled.tflite")
+    it.allocate_tensors()
+    ((_, t, shape), *_) = [hit for hit in tune.layers(it) if hit[1].NAME == "svdf"]
+    record = {"target": "cortex-m4", "template": "svdf", "key": shape.key, "instructions": 1, "verified": True,
+              "config": {"unroll": 7, "time": 1, "split": 1, "dot": 1}}
+    with pytest.raises(templates.TuningLogError, match="svdf:.*unroll"):  # a config outside the knobs' values
+        templates.apply(lower.lower_model(it), [record], "cortex-m4")
 
 
 def test_a_log_cut_by_a_killed_run_keeps_its_whole_records(tmp_path: Path) -> None:

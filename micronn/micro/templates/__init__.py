@@ -148,7 +148,10 @@ def apply(tasks: list[lower.Task], log: Log, target: str) -> tuple[list[lower.Ta
             out.append(task)
             continue
         t, shape = hit
-        config = t.check_config(rec["config"])
+        try:
+            config = t.check_config(rec["config"])
+        except (TypeError, ValueError) as e:  # a hand-edited or foreign log: say which record, not a traceback
+            raise TuningLogError(f"tuning log record for {shape.key} on {rec['target']}: {e}") from e
         name, text = t.generate(shape, config)
         if name not in seen:
             seen[name] = write_source(name, text)
