@@ -272,3 +272,17 @@ def test_cores_without_dsp_have_their_own_logs(target: str) -> None:
     assert res["tuned"] and {a["measured_on"] for a in res["tuned"]} == {target}
     assert [o.tobytes() for o in res["outputs"]] == [o.tobytes() for o in plain["outputs"]]
     assert res["instructions"] < plain["instructions"]
+
+
+@pytest.mark.parametrize("name", ["keyword_scrambled", "hello_world_int8", "micro_speech_quantized"])
+def test_shipped_kernels_give_the_tflm_wheels_bytes(name: str) -> None:
+    """The generated kernels the shipped logs select (SVDF, FULLY_CONNECTED, SOFTMAX, ...) against the real TFLM,
+    not only the interpreter: the device's outputs are the wheel's bytes."""
+    pytest.importorskip("tflite_micro")
+    from micronn.testing import run_tflm
+
+    data = (Path(micronn.__file__).parent / "models" / f"{name}.tflite").read_bytes()
+    xs = random_inputs(micronn.Interpreter(data).model, 7)
+    res = run_model(data, "cortex-m4", xs, tuning_log="auto")
+    assert res["tuned"]
+    assert [o.tobytes() for o in res["outputs"]] == [o.tobytes() for o in run_tflm(data, xs)]
