@@ -299,7 +299,7 @@ def cmd_plan(a: argparse.Namespace) -> Any:
     sharing = Sharing(alias=not a.no_alias, inplace=not a.no_inplace, overlap=not a.no_overlap,
                       fold_pad=not a.no_fold_pad, compact_scratch=not a.no_compact_scratch)
     res = analyze.plan_report(a.model, a.planner, False if a.no_sharing else sharing, offline_out=a.offline_out,
-                     plot=a.plot, compare=a.compare)
+                     plot=a.plot, compare=a.compare, patches=a.patches, max_extra_macs=a.max_extra_macs)
     if a.json:
         return res
     rows = [[b["offset"], b["size"], b["first"], b["last"], b.get("name", f"scratch of op {b.get('op')}")]
@@ -316,6 +316,12 @@ def cmd_plan(a: argparse.Namespace) -> Any:
         o = res["offline"]
         print(f"wrote {o['path']}: TFLM plans head {o['tflm_head_bytes']:,} B for it "
               f"(original model: {o['tflm_original_head_bytes']:,} B)")
+    for s, st in enumerate(res.get("patches", {}).get("stages", [])):
+        parts = ", ".join(f"rows {p['rows'][0]}..{p['rows'][1]} (peak {p['peak_live_bytes']:,} B)"
+                          for p in st["patches"])
+        print(f"patched stage {s}: {st['name']} in {len(st['patches'])} patches: {parts}")
+    if "patch_search" in res and not res.get("patches"):
+        print("patches: none makes the arena smaller")
     if "plot" in res:
         print(f"drew {res['plot']}")
     return None
@@ -498,6 +504,11 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--offline-out", help="write the model with this plan as TFLM offline-plan metadata")
     sp.add_argument("--plot", help="draw the plan to a .png, .svg or .html file")
     sp.add_argument("--compare", help="draw this planner's plan beside it (e.g. tflm)")
+    sp.add_argument("--patches", default="off", choices=patch.PATCH_MODES,
+                    help="auto: plan the best patch-based execution (micronn.patch); off (default): the model as it "
+                    "is (a model micronn optimize --patches auto wrote shows its patches either way)")
+    sp.add_argument("--max-extra-macs", type=_fraction, default=0.2, metavar="X",
+                    help="with --patches auto: recompute at most this fraction of the model's MACs (default 0.2)")
 
     sp = add("tune", cmd_tune, "autotune generated kernels for a model's layers on an emulated device (instruction "
              "counts) and write the tuning log that micronn.micro.run_model(..., tuning_log=LOG) applies")

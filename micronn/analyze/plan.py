@@ -5,20 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from micronn.errors import check_writable, writing
+from micronn.errors import MicronnError, check_writable, writing
 from micronn.footprint import tflm_footprint
 from micronn.interpreter import Interpreter
 from micronn.ir import Model
+from micronn.patch.combine import PATCH_MODES
+from micronn.patch.layout import patch_layout
+from micronn.patch.search import search
 from micronn.planners import Sharing
 from micronn.planners.offline import with_offline_plan
-from micronn.planners.plot import plot_plan
+from micronn.planners.plot import live_bytes, plot_plan
 from micronn.planners.reorder import best_order, peak_of_order, reorder
 from micronn.tflite.reader import Source, read
 from micronn.tflite.writer import save
 
 
 def plan_report(model: Model | Source, planner: str = "optimal", sharing: bool | Sharing = True, *,
-                offline_out: str | None = None, plot: str | None = None, compare: str | None = None) -> dict[str, Any]:
+                offline_out: str | None = None, plot: str | None = None, compare: str | None = None,
+                patches: str = "off", max_extra_macs: float = 0.2) -> dict[str, Any]:
     """The arena plan of ``planner``: head/tail/total, lower bound and every buffer's offset and lifetime,
     and (``target``) the whole arena TFLM needs with this head on the host and on a 32-bit Cortex-M.
 
@@ -26,13 +30,32 @@ def plan_report(model: Model | Source, planner: str = "optimal", sharing: bool |
     sharing only: TFLM places each tensor at its own offset) and reports the head TFLM will plan for it;
     ``plot`` draws the plan (png/svg/html), beside the ``compare`` planner's if given. Output paths are checked
     before any work, so a typo costs no planning time.
+
+    ``patches="auto"`` plans the best patched model (:func:`micronn.patch.search`, at most ``max_extra_macs`` more
+    MACs; its figures under ``patch_search``). A patched plan, searched or read from a model ``micronn optimize
+    --patches auto`` wrote, reports its ``patches``: every stage's stripes, the operators and source rows of each,
+    and each patch's peak live bytes (operator indices of the graph as planned, ``Interpreter.model``: with PAD
+    folding, the folded PADs are gone); ``plot`` then draws the patch grid and the live bytes per step too.
     """
+    if patches not in PATCH_MODES:
+        raise MicronnError(f"patches must be one of {', '.join(PATCH_MODES)}, got {patches!r}")
     for path in (offline_out, plot):
         if path is not None:
             check_writable(path)
     m = model if isinstance(model, Model) else read(model)
+    found = search(m, max_extra_macs) if patches == "auto" else None
+    if found is not None:
+        m = found.model
     it = Interpreter(m, planner=planner, sharing=sharing)
     report = it.arena_report()
+    if found is not None:
+        report["patch_search"] = found.as_dict()
+    stages = patch_layout(it.model)  # the graph planned (PADs folded away): its operators are the plan's steps
+    if stages:
+        for st in stages:
+            for p in st["patches"]:
+                p["peak_live_bytes"] = max(live_bytes(report["buffers"], o + 1) for o in p["ops"])
+        report["patches"] = {"count": sum(len(st["patches"]) for st in stages), "stages": stages}
     # the arena to give TFLM running this plan (offline), on the host wheel and on a 32-bit Cortex-M
     report["target"] = tflm_footprint(m, head=report["head_bytes"])
     if offline_out is not None:
