@@ -26,6 +26,7 @@ from micronn.errors import InvokeError
 from micronn.export.codegen import generate
 from micronn.interpreter import Interpreter, input_chunks
 from micronn.ir import Model
+from micronn.micro import lower
 from micronn.micro.target import get_target
 from micronn.micro.toolchain import Toolchain, cache_dir, find_toolchain
 from micronn.tflite.reader import Source, read
@@ -34,6 +35,8 @@ PREFIX = "mn_native"
 # this machine's vector units, without contracting float multiply-adds (the reference rounds each operation)
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
 CHUNK = 256  # samples per native call of invoke_batch when the inputs come as an iterable
+# Host ports of the hot kernels (x86-64 AVX2), each named as the portable kernel file it stands in for
+HOST_PORTS = lower.include_dir() / "host"
 
 # The batch loop, compiled beside the generated model: n samples of stacked inputs through one model, each input
 # copied into the arena, one invoke, each output copied out. Stops at the first invoke that reports a failure
@@ -80,6 +83,23 @@ def host_toolchain() -> Toolchain:
     return find_toolchain(get_target("host"))
 
 
+def with_host_ports(files: dict[str, str]) -> dict[str, str]:
+    """``files`` (a generated program's) with each kernel file that has a host port (``kernels/host/NAME.c``, same
+    symbols and argument words, AVX2 code where the compiler targets it) replaced by the port; the portable file
+    goes beside it as ``NAME.portable.inc``, which the port includes: its fallback without AVX2 and for the shapes it
+    leaves to the portable kernel. The firmware never sees these files: only NativeModel builds with them."""
+    out = dict(files)
+    ported = False
+    for port in sorted(HOST_PORTS.glob("*.c")):
+        if port.name in files:
+            out[port.name] = port.read_text()
+            out[f"{port.stem}.portable.inc"] = files[port.name]
+            ported = True
+    if ported:
+        out.update({h.name: h.read_text() for h in sorted(HOST_PORTS.glob("*.h"))})
+    return out
+
+
 def _library(files: dict[str, str]) -> Path:
     """The shared library of generated ``files`` (sources and library cached by their content)."""
     key = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items())).encode()).hexdigest()[:24]
@@ -102,14 +122,17 @@ class NativeModel:
     Each instance loads its own copy of the library, so instances keep separate arenas and state (``clone()``
     makes another without generating or compiling again: one per thread, as ctypes releases the GIL during the
     native call); ``reset()`` puts recurrent state back to its initial value (as ``Interpreter.reset``). Raises
-    ``UnsupportedError`` naming every operator without a C kernel.
+    ``UnsupportedError`` naming every operator without a C kernel. ``host_ports=False`` builds the portable kernels
+    only (the firmware's C), where by default the host ports (``with_host_ports``) replace the hot ones.
     """
 
-    def __init__(self, model: Model | Source, **interpreter_kw: Any):
+    def __init__(self, model: Model | Source, *, host_ports: bool = True, **interpreter_kw: Any):
         source = model if isinstance(model, Model) else read(model)
         self.model = source
         self.program = generate(Interpreter(source, **interpreter_kw), PREFIX)
         files = {k: v for k, v in self.program.files.items() if k.endswith((".c", ".h"))}
+        if host_ports:
+            files = with_host_ports(files)
         files[f"{PREFIX}_batch.c"] = BATCH_C
         self._load(_library(files))
 

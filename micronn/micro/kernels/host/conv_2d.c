@@ -1,0 +1,163 @@
+/* CONV_2D, int8: the host port (x86-64 with AVX2) of kernels/conv_2d.c, same symbol, same argument words.
+ *
+ * A GEMM over im2col rows: per block of MR output pixels, each pixel's window is widened to int16 (taps outside
+ * the input hold the input zero point, so every window starts from `bias_full`: a padded tap adds zp * w, which
+ * bias_full = bias - zp * sum(w) takes back, the wrapping sums equal the portable kernel's valid-taps sums bit for
+ * bit), then each block of 16 output channels sums (x[2j], x[2j+1]) . (w[2j], w[2j+1]) with one madd per 8
+ * channels and pixel, the weights repacked once (mn_host.h). Groups are GEMMs of their own. Without AVX2 (or out
+ * of memory) it is the portable kernel, compiled below under another name.
+ */
+#define mn_conv_2d_s8 mn_conv_2d_s8_portable
+#include "conv_2d.portable.inc"
+#undef mn_conv_2d_s8
+#include "mn_host.h"
+
+#if defined(MNH_AVX2)
+enum { MR = 4 }; /* output pixels per block */
+
+typedef struct {
+    int kp, blocks;  /* int16 pairs per window, 8-channel blocks per group */
+    int16_t *w;      /* per group, mnh_pack_rows8 of its channels */
+    int32_t *bias;   /* bias_full, per group padded to whole blocks */
+    mnh_rq rq;       /* per group padded likewise */
+    int16_t *rows;   /* MR im2col rows of 2 * kp int16 */
+} conv_pack;
+
+static const conv_pack *conv_prepare(const mn_word *args) {
+    mnh_slot *slot;
+    conv_pack *p = (conv_pack *)mnh_lookup(args, &slot);
+    if (p) return p;
+    const int in_c = MN_I(IN_C), out_c = MN_I(OUT_C), fc = MN_I(F_C), groups = in_c / fc, per_group = out_c / groups;
+    const int k = MN_I(F_H) * MN_I(F_W) * fc, kp = mnh_pairs(k), blocks = mnh_blocks8(per_group);
+    const size_t padded = (size_t)groups * blocks * 8;
+    p = (conv_pack *)mnh_alloc(sizeof(conv_pack));
+    if (!p) return NULL;
+    p->kp = kp, p->blocks = blocks;
+    p->w = (int16_t *)mnh_alloc(padded * kp * 2 * sizeof(int16_t));
+    p->bias = (int32_t *)mnh_alloc(padded * sizeof(int32_t));
+    p->rows = (int16_t *)mnh_alloc(((size_t)MR * 2 * kp + 16) * sizeof(int16_t)); /* 16: mnh_widen_over */
+    int32_t *mult = (int32_t *)mnh_alloc(padded * sizeof(int32_t)), *shift = (int32_t *)mnh_alloc(padded * 4);
+    if (!p->w || !p->bias || !p->rows || !mult || !shift) return NULL;
+    const int8_t *filter = MN_P(const int8_t, FILTER);
+    for (int g = 0; g < groups; g++) {
+        mnh_pack_rows8(p->w + (size_t)g * blocks * kp * 16, filter + (size_t)g * per_group * k, per_group, k, k);
+        for (int c = 0; c < per_group; c++) {
+            const size_t i = (size_t)g * blocks * 8 + c, oc = (size_t)g * per_group + c;
+            p->bias[i] = MN_P(const int32_t, BIAS_FULL)[oc];
+            mult[i] = MN_P(const int32_t, MULT)[oc], shift[i] = MN_P(const int32_t, SHIFT)[oc];
+        }
+    }
+    if (!mnh_rq_init(&p->rq, mult, shift, (int)padded, 8)) return NULL;
+    free(mult), free(shift);
+    mnh_keep(slot, args, p);
+    return p;
+}
+
+/* The window of one output pixel in group g as 2 * kp int16 (zero point outside the input). */
+typedef struct { int in_h, in_w, in_c, fh, fw, fc, dh, dw, k; int16_t zp; const int8_t *end; } conv_geom;
+
+static inline void im2col(int16_t *row, const int8_t *image, const conv_geom *c, int iy0, int ix0, int g) {
+    const int in_h = c->in_h, in_w = c->in_w, in_c = c->in_c, fh = c->fh, fw = c->fw, fc = c->fc, dh = c->dh;
+    const int dw = c->dw, run = fw * fc;
+    int16_t *d = row;
+    const int8_t *x0 = image + g * fc;
+    const int inside = dw == 1 && fc == in_c && ix0 >= 0 && ix0 + fw <= in_w; /* each row one contiguous run */
+    for (int fy = 0; fy < fh; fy++, d += run) {
+        const int iy = iy0 + fy * dh;
+        if (iy < 0 || iy >= in_h) { mnh_fill16(d, c->zp, run); continue; }
+        const int8_t *x_row = x0 + (size_t)iy * in_w * in_c;
+        if (inside) { mnh_widen_over(d, x_row + (size_t)ix0 * in_c, run, c->end); continue; }
+        for (int fx = 0; fx < fw; fx++) {
+            const int ix = ix0 + fx * dw;
+            if (ix < 0 || ix >= in_w) mnh_fill16(d + fx * fc, c->zp, fc);
+            else mnh_widen_over(d + fx * fc, x_row + (size_t)ix * in_c, fc, c->end);
+        }
+    }
+    if (c->k & 1) row[c->k] = 0;
+}
+
+/* MR pixels x 16 channels (two 8-channel blocks at w0, w1) over kp pairs. */
+static inline void gemm16(const int16_t *rows, int kp, const int16_t *w0, const int16_t *w1, const int32_t *bias,
+                          __m256i acc[MR][2]) {
+    const int32_t *r0 = (const int32_t *)rows, *r1 = r0 + kp, *r2 = r1 + kp, *r3 = r2 + kp;
+    const __m256i b0 = _mm256_loadu_si256((const __m256i *)bias), b1 = _mm256_loadu_si256((const __m256i *)(bias + 8));
+    __m256i a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+    for (int j = 0; j < kp; j++) {
+        const __m256i v0 = _mm256_loadu_si256((const __m256i *)(w0 + 16 * j));
+        const __m256i v1 = _mm256_loadu_si256((const __m256i *)(w1 + 16 * j));
+        __m256i x = _mm256_set1_epi32(r0[j]);
+        a00 = _mm256_add_epi32(a00, _mm256_madd_epi16(x, v0)), a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(x, v1));
+        x = _mm256_set1_epi32(r1[j]);
+        a10 = _mm256_add_epi32(a10, _mm256_madd_epi16(x, v0)), a11 = _mm256_add_epi32(a11, _mm256_madd_epi16(x, v1));
+        x = _mm256_set1_epi32(r2[j]);
+        a20 = _mm256_add_epi32(a20, _mm256_madd_epi16(x, v0)), a21 = _mm256_add_epi32(a21, _mm256_madd_epi16(x, v1));
+        x = _mm256_set1_epi32(r3[j]);
+        a30 = _mm256_add_epi32(a30, _mm256_madd_epi16(x, v0)), a31 = _mm256_add_epi32(a31, _mm256_madd_epi16(x, v1));
+    }
+    acc[0][0] = a00, acc[0][1] = a01, acc[1][0] = a10, acc[1][1] = a11;
+    acc[2][0] = a20, acc[2][1] = a21, acc[3][0] = a30, acc[3][1] = a31;
+}
+
+/* MR pixels x 8 channels. */
+static inline void gemm8(const int16_t *rows, int kp, const int16_t *w0, const int32_t *bias, __m256i acc[MR][2]) {
+    const int32_t *r0 = (const int32_t *)rows, *r1 = r0 + kp, *r2 = r1 + kp, *r3 = r2 + kp;
+    const __m256i b0 = _mm256_loadu_si256((const __m256i *)bias);
+    __m256i a0 = b0, a1 = b0, a2 = b0, a3 = b0;
+    for (int j = 0; j < kp; j++) {
+        const __m256i v0 = _mm256_loadu_si256((const __m256i *)(w0 + 16 * j));
+        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_set1_epi32(r0[j]), v0));
+        a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_set1_epi32(r1[j]), v0));
+        a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_set1_epi32(r2[j]), v0));
+        a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_set1_epi32(r3[j]), v0));
+    }
+    acc[0][0] = a0, acc[1][0] = a1, acc[2][0] = a2, acc[3][0] = a3;
+}
+
+void mn_conv_2d_s8(const mn_word *args) {
+    const int in_c = MN_I(IN_C), fc = MN_I(F_C), groups = in_c / fc;
+    /* a streamed output (stage) is stored pixel by pixel after its windows: groups would store between them */
+    const conv_pack *p = MN_I(STAGE) && groups > 1 ? NULL : conv_prepare(args);
+    if (!p) { mn_conv_2d_s8_portable(args); return; }
+    int8_t *out = MN_P(int8_t, OUT);
+    const int8_t *in = MN_P(const int8_t, IN);
+    const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W);
+    const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), out_c = MN_I(OUT_C);
+    const int sh = MN_I(S_H), sw = MN_I(S_W), pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L);
+    const int32_t out_zp = MN_I(OUT_ZP), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
+    const int per_group = out_c / groups, k = MN_I(F_H) * MN_I(F_W) * fc;
+    const int kp = p->kp, blocks = p->blocks, total = n * out_h * out_w;
+    __m256i acc[MR][2];
+
+    const conv_geom geom = {in_h, in_w, in_c, MN_I(F_H), MN_I(F_W), fc, MN_I(D_H), MN_I(D_W), k,
+                            (int16_t)-MN_I(IN_OFF), in + (size_t)n * in_h * in_w * in_c};
+    int b = 0, oy = 0, ox = 0; /* the block's first pixel */
+
+    for (int p0 = 0; p0 < total; p0 += MR) {
+        const int m = mn_min(MR, total - p0);
+        for (int g = 0; g < groups; g++) {
+            int bb = b, yy = oy, xx = ox;
+            for (int i = 0; i < m; i++) { /* every window of the block read before any of its outputs is stored */
+                im2col(p->rows + (size_t)i * 2 * kp, in + (size_t)bb * in_h * in_w * in_c, &geom, yy * sh - pad_t,
+                       xx * sw - pad_l, g);
+                if (++xx == out_w && (xx = 0, ++yy == out_h)) yy = 0, bb++;
+            }
+            if (g == groups - 1) b = bb, oy = yy, ox = xx;
+            const int16_t *wg = p->w + (size_t)g * blocks * kp * 16;
+            const size_t cg = (size_t)g * blocks * 8;
+            for (int bl = 0; bl < blocks; bl += 2) {
+                const int two = bl + 1 < blocks, c = bl * 8;
+                if (two) gemm16(p->rows, kp, wg + (size_t)bl * kp * 16, wg + (size_t)(bl + 1) * kp * 16,
+                                p->bias + cg + c, acc);
+                else gemm8(p->rows, kp, wg + (size_t)bl * kp * 16, p->bias + cg + c, acc);
+                int8_t *o = out + (size_t)p0 * out_c + (size_t)g * per_group + c;
+                mnh_store8xm(o, (size_t)out_c, m, mn_min(8, per_group - c), &acc[0][0], 2, &p->rq, (int)cg + c, out_zp,
+                             lo, hi);
+                if (two) mnh_store8xm(o + 8, (size_t)out_c, m, mn_min(8, per_group - c - 8), &acc[0][1], 2, &p->rq,
+                                      (int)cg + c + 8, out_zp, lo, hi);
+            }
+        }
+    }
+}
+#else
+void mn_conv_2d_s8(const mn_word *args) { mn_conv_2d_s8_portable(args); }
+#endif

@@ -1,0 +1,112 @@
+/* FULLY_CONNECTED, int8: the host port (x86-64 with AVX2) of kernels/fully_connected.c, same symbol, same argument
+ * words.
+ *
+ * The paired weight rows of the arguments (lower.paired_rows, with their corrections) are decoded once per call
+ * site back to int8 rows and repacked as int16 pairs, 8 units per vector (mn_host.h); per batch row the input is
+ * widened once and each pair of inputs, broadcast, feeds 32 units' sums with four madds. The sums start from
+ * `bias_full` (the input zero point folded in), as the portable kernel's do.
+ */
+#define mn_fully_connected_s8 mn_fully_connected_s8_portable
+#include "fully_connected.portable.inc"
+#undef mn_fully_connected_s8
+#include "mn_host.h"
+
+#if defined(MNH_AVX2)
+typedef struct {
+    int kp, blocks;
+    int16_t *w;     /* mnh_pack_rows8 of the units' rows */
+    int32_t *bias;  /* bias_full, padded to whole blocks */
+    mnh_rq rq;
+    int16_t *x;     /* one widened input row */
+} fc_pack;
+
+/* The int8 rows (units x depth) of the paired layout: mn_pair_block's portable reading, then the corrections. */
+static void unpair(int8_t *rows, const mn_word *args) {
+    const uint32_t *w = MN_P(const uint32_t, WEIGHTS);
+    const int depth = MN_I(DEPTH), units = MN_I(UNITS), groups = (depth + 3) / 4, padded = units + (units & 1);
+    for (int r0 = 0; r0 < padded; r0 += 2) {
+        const int tile = r0 & ~3, width = padded - tile >= 4 ? 4 : 2;
+        const int16_t *h = (const int16_t *)(w + (size_t)tile * groups) + 4 * ((r0 - tile) / 2);
+        for (int g = 0; g < groups; g++, h += 2 * width)
+            for (int j = 0; j < 4; j++) {
+                const int i = 4 * g + j;
+                const int32_t hw = h[(j & 1) * 2 + (j >> 1)], low = (int8_t)(hw & 0xFF);
+                if (i >= depth) continue;
+                rows[(size_t)r0 * depth + i] = (int8_t)low;
+                if (r0 + 1 < units) rows[(size_t)(r0 + 1) * depth + i] = (int8_t)((hw - low) >> 8);
+            }
+    }
+    for (const int32_t *fix = MN_P(const int32_t, FIX); fix[0] < units; fix += 2)
+        rows[(size_t)fix[0] * depth + fix[1]] -= 1; /* a -128 stored as -127 */
+}
+
+static const fc_pack *fc_prepare(const mn_word *args) {
+    mnh_slot *slot;
+    fc_pack *p = (fc_pack *)mnh_lookup(args, &slot);
+    if (p) return p;
+    const int depth = MN_I(DEPTH), units = MN_I(UNITS), kp = mnh_pairs(depth), blocks = mnh_blocks8(units);
+    p = (fc_pack *)mnh_alloc(sizeof(fc_pack));
+    int8_t *rows = (int8_t *)mnh_alloc((size_t)units * depth);
+    if (!p || !rows) return NULL;
+    p->kp = kp, p->blocks = blocks;
+    p->w = (int16_t *)mnh_alloc((size_t)blocks * kp * 16 * sizeof(int16_t));
+    p->bias = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
+    p->x = (int16_t *)mnh_alloc((size_t)2 * kp * sizeof(int16_t));
+    if (!p->w || !p->bias || !p->x ||
+        !mnh_rq_init(&p->rq, MN_P(const int32_t, MULT), MN_P(const int32_t, SHIFT), units, 8))
+        return NULL;
+    unpair(rows, args);
+    mnh_pack_rows8(p->w, rows, units, depth, (size_t)depth);
+    free(rows);
+    memcpy(p->bias, MN_P(const int32_t, BIAS_FULL), (size_t)units * sizeof(int32_t));
+    mnh_keep(slot, args, p);
+    return p;
+}
+
+void mn_fully_connected_s8(const mn_word *args) {
+    const fc_pack *p = fc_prepare(args);
+    if (!p) { mn_fully_connected_s8_portable(args); return; }
+    int8_t *out = MN_P(int8_t, OUT);
+    const int8_t *in = MN_P(const int8_t, IN);
+    const int batches = MN_I(BATCHES), depth = MN_I(DEPTH), units = MN_I(UNITS);
+    const int32_t out_zp = MN_I(OUT_ZP), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
+    const int kp = p->kp, blocks = p->blocks;
+    const size_t bstep = (size_t)kp * 16;
+    const int32_t *x = (const int32_t *)p->x;
+
+    for (int b = 0; b < batches; b++) {
+        mnh_widen(p->x, in + (size_t)b * depth, depth);
+        int8_t *o = out + (size_t)b * units;
+        int bl = 0;
+        for (; bl + 4 <= blocks; bl += 4) {
+            const int16_t *w0 = p->w + bl * bstep, *w1 = w0 + bstep, *w2 = w1 + bstep, *w3 = w2 + bstep;
+            const int32_t *bias = p->bias + bl * 8;
+            __m256i a0 = _mm256_loadu_si256((const __m256i *)bias), a1 = _mm256_loadu_si256((const __m256i *)(bias + 8));
+            __m256i a2 = _mm256_loadu_si256((const __m256i *)(bias + 16));
+            __m256i a3 = _mm256_loadu_si256((const __m256i *)(bias + 24));
+            for (int j = 0; j < kp; j++) {
+                const __m256i v = _mm256_set1_epi32(x[j]);
+                a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w0 + 16 * j))));
+                a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w1 + 16 * j))));
+                a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w2 + 16 * j))));
+                a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w3 + 16 * j))));
+            }
+            const int c = bl * 8;
+            mnh_store8(o + c, mn_min(8, units - c), a0, &p->rq, c, out_zp, lo, hi);
+            mnh_store8(o + c + 8, mn_min(8, units - c - 8), a1, &p->rq, c + 8, out_zp, lo, hi);
+            mnh_store8(o + c + 16, mn_min(8, units - c - 16), a2, &p->rq, c + 16, out_zp, lo, hi);
+            mnh_store8(o + c + 24, mn_min(8, units - c - 24), a3, &p->rq, c + 24, out_zp, lo, hi);
+        }
+        for (; bl < blocks; bl++) {
+            const int16_t *w0 = p->w + bl * bstep;
+            __m256i a0 = _mm256_loadu_si256((const __m256i *)(p->bias + bl * 8));
+            for (int j = 0; j < kp; j++)
+                a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_set1_epi32(x[j]),
+                                                             _mm256_loadu_si256((const __m256i *)(w0 + 16 * j))));
+            mnh_store8(o + bl * 8, mn_min(8, units - bl * 8), a0, &p->rq, bl * 8, out_zp, lo, hi);
+        }
+    }
+}
+#else
+void mn_fully_connected_s8(const mn_word *args) { mn_fully_connected_s8_portable(args); }
+#endif

@@ -1,0 +1,206 @@
+/* Helpers of the host ports (micronn/micro/kernels/host/*.c): the x86-64 AVX2 versions of the hot kernels that
+ * NativeModel compiles in place of the portable ones (which stay the firmware's, and the ports' fallback).
+ *
+ * Every port gives the portable kernel's bytes: int32 sums wrap, so they may be taken in any order, and int8
+ * products are summed with _mm256_madd_epi16 on int16 lanes (exact, never saturating). Requantization is
+ * mn_requant_s8 eight lanes at a time, with the same 64-bit rounding.
+ *
+ * Weights are repacked once per call site and kept for the library's lifetime (mnh_cache, keyed by the call's
+ * argument array): the lowering computed `bias_full` from the weights' values, so they are constants of the call.
+ * Not thread-safe, like the generated model itself (NativeModel loads one library copy per instance).
+ */
+#ifndef MN_HOST_H
+#define MN_HOST_H
+
+#include "mn_kernels.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && !defined(MN_NO_HOST_PORTS)
+#define MNH_AVX2 1
+#include <immintrin.h>
+#include <stdlib.h>
+
+/* ---- a per-call-site cache of repacked constants --------------------------------------------------------- */
+
+enum { MNH_SLOTS = 1024 };
+typedef struct { const mn_word *key; void *value; } mnh_slot;
+static mnh_slot mnh_table[MNH_SLOTS];
+
+/* The value cached for `args`, or NULL; *slot is where to keep a new one (NULL: the table is full). */
+static inline void *mnh_lookup(const mn_word *args, mnh_slot **slot) {
+    size_t h = ((uintptr_t)args >> 3) * 0x9E3779B97F4A7C15ull >> 54; /* 10 bits */
+    for (int i = 0; i < MNH_SLOTS; i++, h = (h + 1) & (MNH_SLOTS - 1)) {
+        if (mnh_table[h].key == args) { *slot = &mnh_table[h]; return mnh_table[h].value; }
+        if (mnh_table[h].key == NULL) { *slot = &mnh_table[h]; return NULL; }
+    }
+    *slot = NULL;
+    return NULL;
+}
+
+/* zeroed memory for a cache entry; NULL when out of memory (the caller then runs the portable kernel) */
+static inline void *mnh_alloc(size_t bytes) { return calloc(1, bytes ? bytes : 1); }
+
+static inline void mnh_keep(mnh_slot *slot, const mn_word *args, void *value) {
+    if (slot) slot->key = args, slot->value = value;
+}
+
+/* ---- int8 weights as int16 pairs, eight output channels per vector ----------------------------------------
+ * Rows (output channels) `rows` of `k` int8 weights, `stride` bytes apart, as blocks of 8 rows: per block and per
+ * pair of inputs j, 16 int16 = (w[r][2j], w[r][2j+1]) for the block's 8 rows r; rows and inputs past the end are
+ * 0. One broadcast int32 holding inputs (x[2j], x[2j+1]) as int16 then gives 8 rows' partial sums in one madd. */
+static inline int mnh_pairs(int k) { return (k + 1) / 2; }
+static inline int mnh_blocks8(int rows) { return (rows + 7) / 8; }
+
+static void mnh_pack_rows8(int16_t *dst, const int8_t *w, int rows, int k, size_t stride) {
+    const int kp = mnh_pairs(k);
+    for (int b = 0; b < mnh_blocks8(rows); b++)
+        for (int r = 0; r < 8; r++) {
+            const int row = 8 * b + r;
+            if (row >= rows) continue;
+            const int8_t *src = w + (size_t)row * stride;
+            int16_t *d = dst + (size_t)b * kp * 16 + 2 * r;
+            for (int i = 0; i < k; i++) d[(size_t)(i / 2) * 16 + (i & 1)] = src[i];
+        }
+}
+
+/* n int8 values widened to int16 (n rounded up to even: the last one 0 when n is odd). */
+static inline void mnh_widen(int16_t *dst, const int8_t *src, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(dst + i), _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++) dst[i] = src[i];
+    if (n & 1) dst[n] = 0;
+}
+
+/* mnh_widen where src + n may be followed by other readable bytes before `end`: a last partial 16 is widened
+ * whole when it can be read, its extra lanes stored past dst + n (the caller leaves 16 int16 of room and
+ * overwrites them or never reads them). */
+static inline void mnh_widen_over(int16_t *dst, const int8_t *src, int n, const int8_t *end) {
+    int i = 0;
+    for (; i < n; i += 16) {
+        if (src + i + 16 > end) { mnh_widen(dst + i, src + i, n - i); return; }
+        _mm256_storeu_si256((__m256i *)(dst + i), _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
+    }
+    if (n & 1) dst[n] = 0;
+}
+
+static inline void mnh_fill16(int16_t *dst, int16_t v, int n) {
+    int i = 0;
+    const __m256i vv = _mm256_set1_epi16(v);
+    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(dst + i), vv);
+    for (; i < n; i++) dst[i] = v;
+}
+
+/* ---- requantization ----------------------------------------------------------------------------------------
+ * Per output channel: multiplier, left shift max(shift, 0), right shift max(-shift, 0), in arrays padded to whole
+ * vectors. The vector path needs every multiplier >= 0 and |shift| <= 31 (true of QuantizeMultiplier's); else
+ * the kernels requantize lane by lane with mn_requant_s8. */
+typedef struct { int32_t *mult, *left, *right, *shift; int vec; } mnh_rq;
+
+/* rq arrays for n channels (rounded up to `round`), from the call's multipliers and shifts. */
+static inline int mnh_rq_init(mnh_rq *q, const int32_t *mult, const int32_t *shift, int n, int round) {
+    const int m = (n + round - 1) / round * round;
+    int32_t *buf = (int32_t *)mnh_alloc((size_t)4 * m * sizeof(int32_t));
+    if (!buf) return 0;
+    q->mult = buf, q->left = buf + m, q->right = buf + 2 * m, q->shift = buf + 3 * m, q->vec = 1;
+    for (int i = 0; i < n; i++) {
+        q->mult[i] = mult[i], q->shift[i] = shift[i];
+        q->left[i] = shift[i] > 0 ? shift[i] : 0, q->right[i] = shift[i] < 0 ? -shift[i] : 0;
+        if (mult[i] < 0 || shift[i] > 31 || shift[i] < -31) q->vec = 0;
+    }
+    return 1;
+}
+
+/* Eight sums requantized as mn_requant_s8 (multipliers >= 0): round(acc << left * mult / 2^31) with TFLM's
+ * nudge (the 64-bit products of even and odd lanes, bits 31..62 of each), then the rounding right shift, then
+ * zp added with the clamp to [lo, hi] (clamped to [lo - zp, hi - zp] first: the sum stays exact). */
+static inline __m256i mnh_requant8(__m256i acc, const int32_t *mult, const int32_t *left, const int32_t *right,
+                                   __m256i zp, __m256i lo_zp, __m256i hi_zp) {
+    const __m256i m = _mm256_loadu_si256((const __m256i *)mult), e = _mm256_loadu_si256((const __m256i *)right);
+    const __m256i x = _mm256_sllv_epi32(acc, _mm256_loadu_si256((const __m256i *)left));
+    const __m256i nudge = _mm256_set1_epi64x((int64_t)1 << 30), one = _mm256_set1_epi32(1);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, m), nudge);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), nudge);
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, e), one);
+    const __m256i threshold = _mm256_sub_epi32(_mm256_srai_epi32(mask, 1), _mm256_srai_epi32(h, 31));
+    __m256i y = _mm256_sub_epi32(_mm256_srav_epi32(h, e), _mm256_cmpgt_epi32(_mm256_and_si256(h, mask), threshold));
+    y = _mm256_min_epi32(_mm256_max_epi32(y, lo_zp), hi_zp);
+    return _mm256_add_epi32(y, zp);
+}
+
+/* The low byte of each of 8 int32 lanes (already in int8 range), in order. */
+static inline __m128i mnh_bytes8(__m256i y) {
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+    return _mm_packs_epi16(w, w);
+}
+
+/* The requantization parameters of 8 channels, loaded once for several pixels. */
+typedef struct { __m256i mult, left, right, zp, lo_zp, hi_zp; } mnh_rq8;
+
+static inline mnh_rq8 mnh_rq8_load(const mnh_rq *q, int c, int32_t zp, int32_t lo, int32_t hi) {
+    mnh_rq8 r;
+    r.mult = _mm256_loadu_si256((const __m256i *)(q->mult + c));
+    r.left = _mm256_loadu_si256((const __m256i *)(q->left + c));
+    r.right = _mm256_loadu_si256((const __m256i *)(q->right + c));
+    r.zp = _mm256_set1_epi32(zp), r.lo_zp = _mm256_set1_epi32(lo - zp), r.hi_zp = _mm256_set1_epi32(hi - zp);
+    return r;
+}
+
+/* mnh_requant8 with the parameters in registers. */
+static inline __m256i mnh_requant8r(__m256i acc, const mnh_rq8 *r) {
+    const __m256i x = _mm256_sllv_epi32(acc, r->left), e = r->right, m = r->mult;
+    const __m256i nudge = _mm256_set1_epi64x((int64_t)1 << 30), one = _mm256_set1_epi32(1);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, m), nudge);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), nudge);
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, e), one);
+    const __m256i threshold = _mm256_sub_epi32(_mm256_srai_epi32(mask, 1), _mm256_srai_epi32(h, 31));
+    __m256i y = _mm256_sub_epi32(_mm256_srav_epi32(h, e), _mm256_cmpgt_epi32(_mm256_and_si256(h, mask), threshold));
+    y = _mm256_min_epi32(_mm256_max_epi32(y, r->lo_zp), r->hi_zp);
+    return _mm256_add_epi32(y, r->zp);
+}
+
+/* m pixels' 8 channels (acc[i], outputs `stride` bytes apart, n <= 8 channels each) requantized and stored. */
+static inline void mnh_store8xm(int8_t *out, size_t stride, int m, int n, const __m256i *acc, int acc_stride,
+                                const mnh_rq *q, int c, int32_t zp, int32_t lo, int32_t hi) {
+    if (!q->vec) {
+        for (int i = 0; i < m; i++) {
+            int32_t a[8];
+            _mm256_storeu_si256((__m256i *)a, acc[i * acc_stride]);
+            for (int j = 0; j < n; j++) out[i * stride + j] = mn_requant_s8(a[j], q->mult[c + j], q->shift[c + j], zp,
+                                                                             lo, hi);
+        }
+        return;
+    }
+    const mnh_rq8 r = mnh_rq8_load(q, c, zp, lo, hi);
+    for (int i = 0; i < m; i++) {
+        const __m128i b = mnh_bytes8(mnh_requant8r(acc[i * acc_stride], &r));
+        if (n == 8) {
+            _mm_storel_epi64((__m128i *)(out + i * stride), b);
+        } else {
+            int8_t tmp[16];
+            _mm_storeu_si128((__m128i *)tmp, b);
+            for (int j = 0; j < n; j++) out[i * stride + j] = tmp[j];
+        }
+    }
+}
+
+/* out[0..n) (n <= 8) = the requantized acc of channels c..c+n of q. */
+static inline void mnh_store8(int8_t *out, int n, __m256i acc, const mnh_rq *q, int c, int32_t zp, int32_t lo,
+                              int32_t hi) {
+    if (q->vec) {
+        const __m128i b = mnh_bytes8(mnh_requant8(acc, q->mult + c, q->left + c, q->right + c, _mm256_set1_epi32(zp),
+                                                  _mm256_set1_epi32(lo - zp), _mm256_set1_epi32(hi - zp)));
+        if (n == 8) { _mm_storel_epi64((__m128i *)out, b); return; }
+        int8_t tmp[16];
+        _mm_storeu_si128((__m128i *)tmp, b);
+        memcpy(out, tmp, (size_t)n);
+        return;
+    }
+    int32_t a[8];
+    _mm256_storeu_si256((__m256i *)a, acc);
+    for (int i = 0; i < n; i++) out[i] = mn_requant_s8(a[i], q->mult[c + i], q->shift[c + i], zp, lo, hi);
+}
+
+#endif /* AVX2 */
+#endif /* MN_HOST_H */
