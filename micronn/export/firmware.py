@@ -34,7 +34,7 @@ def _sources(proj: Project, host: bool) -> tuple[list[Path], Path]:
 def build(project: Project | str | os.PathLike, toolchain: str | None = None) -> Path:
     """Compile and link the firmware image (an ELF) with zig's clang or ``arm-none-eabi-gcc``; cached by content."""
     proj = project if isinstance(project, Project) else load(project)
-    tc: Toolchain = find_toolchain(get_target(proj.target), toolchain)
+    tc: Toolchain = find_toolchain(get_target(proj.target), toolchain, firmware=True)
     sources, libc = _sources(proj, host=False)
     objs = tc.compile(sources, [proj.path]) + tc.compile([libc], [proj.path], FREESTANDING)
     script = (proj.path / f"{proj.prefix}.ld").read_text()

@@ -100,7 +100,7 @@ CC := arm-none-eabi-gcc -mthumb -mcpu={cpu.replace('_', '-')} -mfloat-abi=soft
 LIBS := -nostdlib -lgcc
 endif
 """
-    return head + f"""CFLAGS := -O2 -g0 -ffunction-sections -fdata-sections -fno-unwind-tables \\
+    return head + f"""CFLAGS := {' '.join(t.firmware_cflags)} -g0 -ffunction-sections -fdata-sections -fno-unwind-tables \\
 \t-fno-asynchronous-unwind-tables -Wall
 SOURCES := $(filter-out mn_libc.c,$(wildcard *.c))
 
@@ -153,7 +153,7 @@ memcpy({p}_input(0), my_input, {p.upper()}_INPUT_0_BYTES);
 const int8_t *scores = {p}_output(0);
 ```
 
-Add `{p}.c`, `{p}_data.c` and the kernel files to your build (`-O2`, C99); drop `main.c`, `{startup}`,
+Add `{p}.c`, `{p}_data.c` and the kernel files to your build (`-Os` or `-O2`, C99); drop `main.c`, `{startup}`,
 `mn_libc.c` and `{p}.ld` if your board's SDK brings its own start-up code, linker script and C library.
 
 ## Build and run it here

@@ -126,7 +126,8 @@ class Toolchain:
         """Link a whole program that brings its own start-up code and linker script (an exported firmware):
         unused sections dropped, and only the compiler's support library for what the CPU lacks."""
         objs = [Path(o) for o in objects]
-        libs = ["-nostdlib", "-lgcc"] if self.kind == "gcc" else ["-Wl,--entry=Reset_Handler"]
+        # zig strips a size-optimized (-Os) program unless told to keep symbols, which the size report reads
+        libs = ["-nostdlib", "-lgcc"] if self.kind == "gcc" else ["-Wl,--entry=Reset_Handler", "-g"]
         extra = ["-Wl,--gc-sections", *libs]
         key = _digest(self.kind, *self.cc, *self.flags, *extra, script, *(o.read_bytes() for o in objs))
 
@@ -155,8 +156,10 @@ def _zig_available() -> bool:
     return True
 
 
-def find_toolchain(target: Target, prefer: str | None = None) -> Toolchain:
-    """The toolchain for ``target``: ``prefer`` ("zig", "gcc", "host") or the first available."""
+def find_toolchain(target: Target, prefer: str | None = None, *, firmware: bool = False) -> Toolchain:
+    """The toolchain for ``target``: ``prefer`` ("zig", "gcc", "host") or the first available; ``firmware``
+    takes the preset's flags for standalone images instead of those for host-driven modules."""
+    cflags = target.firmware_cflags if firmware else target.cflags
     if target.native:
         cc = os.environ.get("CC", "cc")
         if not shutil.which(cc):
@@ -170,15 +173,15 @@ def find_toolchain(target: Target, prefer: str | None = None) -> Toolchain:
                                  "RISC-V: use zig (the default)")
         if _zig_available():  # -mcpu is a base CPU plus extensions: generic_rv32+m+c is RV32IMC
             return Toolchain("zig", [sys.executable, "-m", "ziglang", "cc"],
-                             ["-target", "riscv32-freestanding-none", f"-mcpu={target.cpu}", *target.cflags], "riscv")
+                             ["-target", "riscv32-freestanding-none", f"-mcpu={target.cpu}", *cflags], "riscv")
         raise ToolchainError(f"no cross compiler for {target.name}: pip install ziglang (or micronn[micro])")
     kinds = [prefer] if prefer else ["zig", "gcc"]
     for kind in kinds:
         if kind == "zig" and _zig_available():
             return Toolchain("zig", [sys.executable, "-m", "ziglang", "cc"],
-                             ["-target", "thumb-freestanding-eabi", f"-mcpu={target.cpu}", *target.cflags])
+                             ["-target", "thumb-freestanding-eabi", f"-mcpu={target.cpu}", *cflags])
         if kind == "gcc" and shutil.which("arm-none-eabi-gcc"):
             return Toolchain("gcc", ["arm-none-eabi-gcc"], ["-mthumb", f"-mcpu={target.cpu.replace('_', '-')}",
-                                                            "-mfloat-abi=soft", *target.cflags])
+                                                            "-mfloat-abi=soft", *cflags])
     raise ToolchainError(f"no cross compiler for {target.name}: pip install ziglang (or micronn[micro]), "
                          "or put arm-none-eabi-gcc on PATH")
