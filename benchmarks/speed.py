@@ -11,11 +11,16 @@ set once; only ``invoke`` is timed, by this thread's CPU time (``--clock wall``:
 whether micronn's outputs equal the wheel's byte for byte. The
 issue's goal: micronn at most the wheel's time on every model (``native/TFLM <= 1``).
 
+Peak RSS (``--no-rss`` skips it): a fresh process per engine and model loads the model, invokes once on zeros and
+reports its peak resident memory (imports, parsed model, arena, the first invoke's temporaries): micronn's
+interpreter beside the wheel (the issue's goal: at most 1.3x).
+
 Batched (``--batch`` samples, default 256, 0 skips it): ``NativeModel.run_chunk`` on one thread, every sample from
-the initial state, the loop over samples in C: its samples per second, against the wheel's and LiteRT's
-(one thread) single-invoke rates, which is what they offer for a data set (``xN`` columns: micronn's rate over
-theirs; the issue's goals: at least 1 against LiteRT, at least 20 against the wheel). ``same`` also checks the
-batched outputs: each sample's bytes equal the wheel's on that sample.
+the initial state, the loop over samples in C (NativeModel uses the AVX2 host ports of the hot kernels where the
+host has AVX2, ``micronn/micro/kernels/host/``; the batch-1 ``native`` column too): its samples per second, against
+the wheel's and LiteRT's (one thread) single-invoke rates, which is what they offer for a data set (``xN``
+columns: micronn's rate over theirs; the issue's goals: at least 1 against LiteRT, at least 20 against the wheel).
+``same`` also checks the batched outputs: each sample's bytes equal the wheel's on that sample.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +44,7 @@ from micronn.ir import random_inputs
 from micronn.tflite.reader import read
 
 ROOT = Path(__file__).resolve().parents[1]
+RSS_GOAL = 1.3  # the issue's bound on micronn's peak RSS over the wheel's
 
 
 def default_models() -> list[Path]:
@@ -109,7 +117,40 @@ def measure_batch(native: NativeModel, wheel, xs: list[np.ndarray], runs: int) -
     return {"native_batch_per_s": n / best, "same_batch": same}
 
 
-def measure(path: Path, runs: int, batch: int = 0) -> dict:
+# One inference in a fresh process: its peak resident memory (MiB), which includes the imports (numpy and the
+# engine), the parsed model, the arena and whatever the first invoke allocates. Zero inputs for both engines.
+RSS_SCRIPT = """
+import sys
+import numpy as np
+data = open(sys.argv[2], "rb").read()
+if sys.argv[1] == "wheel":
+    from tflite_micro.python.tflite_micro import runtime
+    it = runtime.Interpreter.from_bytes(data, arena_size=64 << 20)
+    for i in range(int(sys.argv[3])):
+        d = it.get_input_details(i)
+        it.set_input(np.zeros(d["shape"], d["dtype"]), i)
+else:
+    from micronn import Interpreter
+    it = Interpreter(data)
+    it.allocate_tensors()
+    for i, t in enumerate(it.model.main.inputs):
+        t = it.model.main.tensors[t]
+        it.set_input(np.zeros(t.shape, t.dtype), i)
+it.invoke()
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+"""
+
+
+def peak_rss_mib(engine: str, path: Path, n_inputs: int) -> float:
+    """Peak RSS of a fresh process that loads ``path`` with ``engine`` ("wheel" or "micronn") and invokes once."""
+    out = subprocess.run([sys.executable, "-c", RSS_SCRIPT, engine, str(path), str(n_inputs)], capture_output=True,
+                         text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if out.returncode:
+        raise RuntimeError(f"{engine} on {path.name}: {out.stderr.strip().splitlines()[-1:]}")
+    return int(out.stdout.split()[-1]) / 1024  # VmHWM, in KiB (ru_maxrss would include a forking parent's)
+
+
+def measure(path: Path, runs: int, batch: int = 0, rss: bool = True) -> dict:
     data = path.read_bytes()
     xs = random_inputs(read(data), 0)
     row: dict = {"model": path.stem}
@@ -140,6 +181,9 @@ def measure(path: Path, runs: int, batch: int = 0) -> dict:
     invoke, note = _litert(data, xs)
     row["litert_ms"] = best_of(invoke, runs) * 1e3 if invoke else None
     row["litert_note"] = note
+    if rss:
+        row["rss_tflm_mib"] = peak_rss_mib("wheel", path, len(xs))
+        row["rss_mib"] = peak_rss_mib("micronn", path, len(xs))
     return row
 
 
@@ -149,13 +193,14 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256, help="samples of the batched run (0: none)")
     ap.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="cpu: this thread's CPU time (default; "
                     "every engine here runs on the calling thread); wall: elapsed time")
+    ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS processes")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("models", nargs="*", type=Path)
     a = ap.parse_args()
     global clock
     clock = CLOCKS[a.clock]
     load = os.getloadavg()[0]
-    rows = [measure(p, a.runs, a.batch) for p in (a.models or default_models())]
+    rows = [measure(p, a.runs, a.batch, not a.no_rss) for p in (a.models or default_models())]
     if a.json:
         print(json.dumps(rows, indent=1))
         return
@@ -182,6 +227,13 @@ def main() -> None:
             vs_lite = f"{rate / lite:>9.2f}x" if lite else f"{'-':>10}"
             print(f"{r['model']:<28}{rate:>11.0f}{tflm:>10.0f}{lite_s}{rate / tflm:>8.1f}x{vs_lite}"
                   f"{str(r['same_batch']):>6}")
+    if not a.no_rss:
+        print(f"\npeak RSS of a fresh process, one invoke at batch 1 (MiB; goal: micronn <= {RSS_GOAL}x the wheel)")
+        print(f"{'model':<28}{'micronn':>9}{'TFLM':>8}{'ratio':>8}")
+        for r in rows:
+            ratio = r["rss_mib"] / r["rss_tflm_mib"]
+            print(f"{r['model']:<28}{r['rss_mib']:>9.1f}{r['rss_tflm_mib']:>8.1f}{ratio:>7.2f}x"
+                  f"{'' if ratio <= RSS_GOAL else '  over the goal'}")
     for r in rows:
         notes = [f"native: {r['native_note']}" for _ in [0] if r.get("native_note")]
         notes += [f"batch: {r['batch_note']}" for _ in [0] if r.get("batch_note")]

@@ -9,7 +9,7 @@ registers nothing.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,11 @@ def check_int32(node: Node, what: str, *values: int) -> None:
         raise node.fail(f"{what} overflow TFLM's int32 window arithmetic")
 
 
+# host memory for one quantized layer's temporaries (columns, accumulators): larger layers run in bands of rows
+BAND_BYTES = 1 << 20
+PAD_CACHE_BYTES = 128 << 10  # padded copies of quantized inputs kept between invokes: small ones only
+
+
 @dataclass(frozen=True)
 class Window:
     """Where each output pixel's window lies in the input, for NHWC tensors.
@@ -91,6 +96,20 @@ class Window:
     def taps(self) -> list[tuple[int, int]]:
         """Filter taps (filter_y, filter_x) in TFLM's loop order."""
         return [(fy, fx) for fy in range(self.filter_h) for fx in range(self.filter_w)]
+
+    def band(self, o0: int, o1: int) -> tuple[Window, int, int]:
+        """The window of output rows [o0, o1) alone, and the input rows [lo, hi) they read (padding at the band's
+        edges only where the whole window has it): a layer computed band by band gives the same values."""
+        first = o0 * self.stride_h - self.pad_top
+        last = (o1 - 1) * self.stride_h - self.pad_top + (self.filter_h - 1) * self.dilation_h
+        lo, hi = max(first, 0), min(last + 1, self.in_h)
+        return replace(self, in_h=hi - lo, out_h=o1 - o0, pad_top=lo - first, pad_bottom=last + 1 - hi), lo, hi
+
+    def bands(self, row_bytes: int) -> list[tuple[int, int]]:
+        """Output row ranges of at most ``BAND_BYTES`` of temporaries at ``row_bytes`` per output row (one range
+        when the whole layer fits): bounds the host memory of large layers."""
+        rows = max(1, BAND_BYTES // max(row_bytes, 1))
+        return [(o, min(o + rows, self.out_h)) for o in range(0, self.out_h, rows)]
 
     def tap_view(self, padded: np.ndarray, fy: int, fx: int) -> np.ndarray:
         """The (N, out_h, out_w, C) strided view of ``padded`` that filter tap (fy, fx) reads."""
@@ -452,11 +471,13 @@ class ConvLike(Kernel):
         self.requant = Requant(mults, shifts)
         self.mult64, self.shift64 = mults.astype(np.int64), shifts.astype(np.int64)
 
-    def padded_source(self, x: np.ndarray, offset: int, dtype: np.dtype) -> np.ndarray:
-        """x - offset in ``dtype`` with the window's zero padding (through the cached buffer if it has that type)."""
-        win: Window = self.win
-        if self.pad is not None and self.pad.buf.dtype == dtype:
-            return self.pad.load(x, offset)
+    def padded_source(self, x: np.ndarray, offset: int, dtype: np.dtype, win: Window | None = None) -> np.ndarray:
+        """x - offset in ``dtype`` with the zero padding of ``win`` (default: the layer's, through the cached buffer
+        if it has that type)."""
+        if win is None:
+            win = self.win
+            if self.pad is not None and self.pad.buf.dtype == dtype:
+                return self.pad.load(x, offset)
         src = np.subtract(x, offset, dtype=dtype)
         if win.padded:
             src = np.pad(src, ((0, 0), (win.pad_top, win.pad_bottom), (win.pad_left, win.pad_right), (0, 0)))

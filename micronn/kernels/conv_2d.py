@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from micronn.kernels import _conv_util
 from micronn.kernels._conv_util import (
     CONV_TYPES,
     ConvLike,
@@ -59,7 +60,10 @@ class Conv2D(ConvLike):
         if self.constant:
             self._pack(node)
         pad_dtype = np.float32 if kind == "float32" else self.ftype if self.constant else np.float64
-        self.pad = PaddedInput(self.win, n, in_c, pad_dtype, 0) if self.win.padded else None
+        # a cached padded input saves a copy per invoke; larger quantized inputs are padded as they are read
+        small = n * in_h * in_w * in_c * np.dtype(pad_dtype).itemsize <= _conv_util.PAD_CACHE_BYTES
+        self.pad = PaddedInput(self.win, n, in_c, pad_dtype, 0) if self.win.padded and (
+            small or kind == "float32") else None
 
     def _pack(self, node: Node) -> None:
         """Weights as per-group (K, out_c/groups) matrices, in an exactly-summing float type; bias as int64."""
@@ -86,14 +90,15 @@ class Conv2D(ConvLike):
         else:
             self._invoke_quantized(node)
 
-    def _columns(self, x: np.ndarray, offset: int, dtype: np.dtype) -> np.ndarray:
-        """im2col: (pixels, taps, in_c) of x - offset, zeros where the window leaves the input."""
-        win: Window = self.win
+    def _columns(self, x: np.ndarray, offset: int, dtype: np.dtype, band: Window | None = None) -> np.ndarray:
+        """im2col: (pixels, taps, in_c) of x - offset, zeros where the window (the layer's, or ``band``'s for
+        the input rows ``x`` holds) leaves the input."""
+        win: Window = band or self.win
         n, c = x.shape[0], x.shape[3]
         pixels = n * win.out_h * win.out_w
         if win.trivial:
             return np.subtract(x, offset, dtype=dtype).reshape(pixels, 1, c)
-        src = self.padded_source(x, offset, dtype)
+        src = self.padded_source(x, offset, dtype, band)
         cols = np.empty((n, win.out_h, win.out_w, len(win.taps), c), dtype)
         for t, (fy, fx) in enumerate(win.taps):
             cols[:, :, :, t, :] = win.tap_view(src, fy, fx)
@@ -102,8 +107,25 @@ class Conv2D(ConvLike):
     def _invoke_quantized(self, node: Node) -> None:
         x = node.input(0)
         out = node.output(0)
+        win: Window = self.win
+        # temporaries per output row: the columns, and the accumulators with the output stage's int64 copies
+        row = x.shape[0] * win.out_w * (len(win.taps) * x.shape[3] * self.ftype.itemsize + out.shape[3] * 24)
+        bands = win.bands(row)
+        if len(bands) == 1:
+            self._rows_quantized(x, out, None)
+            return
+        # a large layer band by band: the same sums, a bounded host memory (into a copy while the output may
+        # overwrite input rows that later bands read: the planner lets it, as the whole input is read first)
+        y = np.empty_like(out) if np.shares_memory(x, out) else out
+        for o0, o1 in bands:
+            band, lo, hi = win.band(o0, o1)
+            self._rows_quantized(x[:, lo:hi], y[:, o0:o1], band)
+        if y is not out:
+            out[...] = y
+
+    def _rows_quantized(self, x: np.ndarray, out: np.ndarray, band: Window | None) -> None:
         offset = self.in_zp if self.kind == "int8" else 0
-        cols = self._columns(x, offset, self.ftype)
+        cols = self._columns(x, offset, self.ftype, band)
         pixels = cols.shape[0]
         if self.groups == 1:
             acc = exact_matmul(cols.reshape(pixels, -1), self.mats[0])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from micronn.kernels import _conv_util
 from micronn.kernels._conv_util import (
     CONV_TYPES,
     ConvLike,
@@ -54,7 +55,10 @@ class DepthwiseConv2D(ConvLike):
         if self.constant:
             self._pack(node)
         pad_dtype = self.ftype if self.constant else np.float64
-        self.pad = PaddedInput(self.win, n, in_c, pad_dtype, 0) if self.win.padded else None
+        # a cached padded input saves a copy per invoke; larger quantized inputs are padded as they are read
+        small = n * in_h * in_w * in_c * np.dtype(pad_dtype).itemsize <= _conv_util.PAD_CACHE_BYTES
+        self.pad = PaddedInput(self.win, n, in_c, pad_dtype, 0) if self.win.padded and (
+            small or kind == "float32") else None
 
     def _pack(self, node: Node) -> None:
         """Per-tap weights shaped to broadcast against one tap's (N, H, W, in_c[, mult]) input slice."""
@@ -82,6 +86,8 @@ class DepthwiseConv2D(ConvLike):
         x = node.input(0)
         out = node.output(0)
         win: Window = self.win
+        if self.kind != "float32" and self._banded_quantized(x, out):
+            return
         offset = self.in_zp if self.kind == "int8" else 0
         src = self.padded_source(x, offset, self.ftype)
         shape = (x.shape[0], win.out_h, win.out_w, self.in_c) + ((self.mult,) if self.mult > 1 else ())
@@ -89,6 +95,9 @@ class DepthwiseConv2D(ConvLike):
             total = float_kernel(lambda exact: self._float_total(src, shape, exact)).reshape(out.shape)
             out[...] = clamp_float(total, self.fact_min, self.fact_max)
             return
+        self._rows_quantized(src, out, shape, win)
+
+    def _rows_quantized(self, src: np.ndarray, out: np.ndarray, shape: tuple[int, ...], win: Window) -> None:
         total = np.zeros(shape, self.ftype)
         prod = np.empty(shape, self.ftype)
         for fy, fx in win.taps:  # exact integer sums: any order will do
@@ -98,6 +107,25 @@ class DepthwiseConv2D(ConvLike):
         total = total.reshape(out.shape)
         acc = total.astype(np.int64) if total.dtype != np.int64 else total
         out[...] = self.output_stage(acc, self.bias, self.kind == "int8", self.kind == "int8")
+
+    def _banded_quantized(self, x: np.ndarray, out: np.ndarray) -> bool:
+        """A large layer band by band of output rows (the same sums, a bounded host memory); False when the whole
+        layer fits in ``_conv_util.BAND_BYTES``."""
+        win: Window = self.win
+        per_pixel = out.shape[3] * (2 * self.ftype.itemsize + 24) + len(win.taps) * self.in_c * self.ftype.itemsize
+        bands = win.bands(x.shape[0] * win.out_w * per_pixel)
+        if len(bands) == 1:
+            return False
+        offset = self.in_zp if self.kind == "int8" else 0
+        y = np.empty_like(out) if np.shares_memory(x, out) else out  # see Conv2D: the output may overwrite the input
+        for o0, o1 in bands:
+            band, lo, hi = win.band(o0, o1)
+            src = self.padded_source(x[:, lo:hi], offset, self.ftype, band)
+            shape = (x.shape[0], o1 - o0, win.out_w, self.in_c) + ((self.mult,) if self.mult > 1 else ())
+            self._rows_quantized(src, y[:, o0:o1], shape, band)
+        if y is not out:
+            out[...] = y
+        return True
 
     def _float_total(self, src: np.ndarray, shape: tuple[int, ...], exact: bool) -> np.ndarray:
         """TFLM's float32 sum over the taps in its order (filter_y, filter_x), then the bias."""

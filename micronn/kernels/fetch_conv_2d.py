@@ -116,13 +116,9 @@ class FetchConv2D(Conv2D):
 
     def _band(self, o0: int, o1: int) -> tuple[Window, PaddedInput | None, int, int]:
         """Window and padded buffer for output rows [o0, o1), and the input rows [lo, hi) they read."""
-        w = self.full_win
-        first = o0 * w.stride_h - w.pad_top
-        last = (o1 - 1) * w.stride_h - w.pad_top + (w.filter_h - 1) * w.dilation_h
-        lo, hi = max(first, 0), min(last + 1, w.in_h)
-        key = (hi - lo, lo - first, last + 1 - hi)
+        win, lo, hi = self.full_win.band(o0, o1)
+        key = (hi - lo, win.pad_top, win.pad_bottom)
         if key not in self.bands:
-            win = replace(w, in_h=hi - lo, out_h=o1 - o0, pad_top=lo - first, pad_bottom=last + 1 - hi)
             pad = None
             if win.padded and self.full_pad is not None:
                 pad = PaddedInput(win, 1, self.concat.shape[3], self.full_pad.buf.dtype, 0)
