@@ -1,4 +1,4 @@
-/* Helpers of the host ports (micronn/micro/kernels/host/*.c): the x86-64 AVX2 versions of the hot kernels that
+/* Helpers of the host ports (the C files of micronn/micro/kernels/host): the x86-64 AVX2 versions of the hot kernels that
  * NativeModel compiles in place of the portable ones (which stay the firmware's, and the ports' fallback).
  *
  * Every port gives the portable kernel's bytes: int32 sums wrap, so they may be taken in any order, and int8
@@ -50,7 +50,7 @@ static inline void mnh_keep(mnh_slot *slot, const mn_word *args, void *value) {
 static inline int mnh_pairs(int k) { return (k + 1) / 2; }
 static inline int mnh_blocks8(int rows) { return (rows + 7) / 8; }
 
-static void mnh_pack_rows8(int16_t *dst, const int8_t *w, int rows, int k, size_t stride) {
+__attribute__((unused)) static void mnh_pack_rows8(int16_t *dst, const int8_t *w, int rows, int k, size_t stride) {
     const int kp = mnh_pairs(k);
     for (int b = 0; b < mnh_blocks8(rows); b++)
         for (int r = 0; r < 8; r++) {
