@@ -146,6 +146,8 @@ CONV = [
     {"per_channel": False},
     {"n": 3, "pad": 1},
     {"fh": 1, "fw": 1, "cin": 16, "cout": 24},
+    {"fh": 1, "fw": 1, "cin": 12, "cout": 20, "n": 3, "h": 5, "w": 3, "act": 3},  # pointwise, 45 pixels
+    {"fh": 1, "fw": 1, "cin": 7, "cout": 9},  # pointwise of an odd depth
     {"fh": 1, "fw": 1, "cin": 33, "cout": 40, "stride": (2, 2)},
     {"cin": 6, "cout": 9, "groups": 3, "pad": 1},
     {"cin": 8, "cout": 32, "groups": 2, "fh": 1, "fw": 1},

@@ -132,11 +132,17 @@ void mn_conv_2d_s8(const mn_word *args) {
                             (int16_t)-MN_I(IN_OFF), in + (size_t)n * in_h * in_w * in_c};
     int b = 0, oy = 0, ox = 0; /* the block's first pixel */
 
+    /* pointwise (1x1, stride 1, unpadded, ungrouped, an even depth): the block's windows are its input pixels,
+     * one contiguous run of int8 that widens to the block's rows as they lie */
+    const int pointwise = geom.fh == 1 && geom.fw == 1 && sh == 1 && sw == 1 && groups == 1 && pad_t == 0 &&
+                          pad_l == 0 && out_h == in_h && out_w == in_w && (in_c & 1) == 0;
+
     for (int p0 = 0; p0 < total; p0 += MR) {
         const int m = mn_min(MR, total - p0);
         for (int g = 0; g < groups; g++) {
             int bb = b, yy = oy, xx = ox;
-            for (int i = 0; i < m; i++) { /* every window of the block read before any of its outputs is stored */
+            if (pointwise) mnh_widen_over(p->rows, in + (size_t)p0 * in_c, m * in_c, geom.end);
+            for (int i = 0; i < m && !pointwise; i++) { /* every window of the block read before any output stored */
                 im2col(p->rows + (size_t)i * 2 * kp, in + (size_t)bb * in_h * in_w * in_c, &geom, yy * sh - pad_t,
                        xx * sw - pad_l, g);
                 if (++xx == out_w && (xx = 0, ++yy == out_h)) yy = 0, bb++;

@@ -161,7 +161,7 @@ static inline __m256i mnh_requant8r(__m256i acc, const mnh_rq8 *r) {
 }
 
 /* m pixels' 8 channels (acc[i], outputs `stride` bytes apart, n <= 8 channels each) requantized and stored. */
-static inline void mnh_store8xm(int8_t *out, size_t stride, int m, int n, const __m256i *acc, int acc_stride,
+__attribute__((always_inline)) static inline void mnh_store8xm(int8_t *out, size_t stride, int m, int n, const __m256i *acc, int acc_stride,
                                 const mnh_rq *q, int c, int32_t zp, int32_t lo, int32_t hi) {
     if (!q->vec) {
         for (int i = 0; i < m; i++) {
