@@ -136,6 +136,14 @@ def fully_connected_f32(*, batches: int = 1, depth: int = 37, units: int = 13, a
     return op_model("FULLY_CONNECTED", [T((batches, depth), "float32"), wt, b], [T((batches, units), "float32")], opts)
 
 
+def add(*, a: tuple[int, ...] = (1, 5, 7, 9), b: tuple[int, ...] = (1, 5, 7, 9), op: str = "ADD", act: int = 0,
+        scales: tuple[float, float, float] = (0.05, 0.03, 0.07), zps: tuple[int, int, int] = (3, -7, -5)) -> bytes:
+    out = tuple(int(d) for d in np.broadcast_shapes(a, b))
+    x1, x2 = T(a, "int8", scales[0], zps[0]), T(b, "int8", scales[1], zps[1])
+    opts = schema.options(op, fused_activation_function=act)
+    return op_model(op, [x1, x2], [T(out, "int8", scales[2], zps[2])], opts)
+
+
 CONV = [
     {},
     {"pad": 1},  # VALID
@@ -185,6 +193,14 @@ FULLY_CONNECTED = [
 ]
 
 
+ADD = [
+    {},
+    {"op": "SUB", "act": 1},
+    {"act": 3, "a": (2, 4, 4, 16), "b": (2, 4, 4, 16), "scales": (0.02, 0.5, 0.01), "zps": (-128, 127, 0)},
+    {"a": (1, 5, 7, 9), "b": (1, 1, 1, 9)},  # broadcast: the portable rows
+    {"a": (3, 37), "b": (3, 37), "op": "SUB", "scales": (0.5, 0.002, 0.3)},
+]
+
 CONV_F32 = [
     {},
     {"pad": 1, "stride": (2, 2), "cout": 40},
@@ -225,6 +241,11 @@ def test_depthwise_conv_2d(case: dict) -> None:
 @pytest.mark.parametrize("case", FULLY_CONNECTED, ids=_id)
 def test_fully_connected(case: dict) -> None:
     assert_ported_same(fully_connected(**case))
+
+
+@pytest.mark.parametrize("case", ADD, ids=_id)
+def test_add_sub(case: dict) -> None:
+    assert_ported_same(add(**case))
 
 
 @pytest.mark.parametrize("case", CONV_F32, ids=_id)
