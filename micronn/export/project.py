@@ -100,7 +100,8 @@ CC := arm-none-eabi-gcc -mthumb -mcpu={cpu.replace('_', '-')} -mfloat-abi=soft
 LIBS := -nostdlib -lgcc
 endif
 """
-    return head + f"""CFLAGS := {' '.join(t.firmware_cflags)} -g0 -ffunction-sections -fdata-sections -fno-unwind-tables \\
+    opt = " ".join(t.firmware_cflags)
+    return head + f"""CFLAGS := {opt} -g0 -ffunction-sections -fdata-sections -fno-unwind-tables \\
 \t-fno-asynchronous-unwind-tables -Wall
 SOURCES := $(filter-out mn_libc.c,$(wildcard *.c))
 

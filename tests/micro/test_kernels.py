@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import inspect
+import os
 import re
 import subprocess
 import sys
@@ -31,18 +32,25 @@ MODELS = Path(micronn.__file__).parent / "models"
 FLAGS = ["-std=c99", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror"]
 
 
-@pytest.fixture(scope="session")
-def lib() -> ctypes.CDLL:
-    """Every kernel in one host library, cached by the hash of the sources and flags."""
-    files = lower.sources() + sorted(lower.include_dir().glob("*.h"))
-    key = hashlib.sha256(" ".join(FLAGS).encode() + b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
-    so = Path(tempfile.gettempdir()) / f"micronn-kernels-{key}.so"
+def host_library(name: str, files: list[Path], deps: list[Path] = (), extra: tuple[str, ...] = ()) -> Path:
+    """A host shared library of C ``files`` (gcc with ``FLAGS``), cached in the temporary directory by the hash of
+    the flags, the files and their ``deps``; built under a name of this process's own, then moved into place, so
+    that test processes running side by side agree."""
+    key = hashlib.sha256(" ".join(FLAGS + list(extra)).encode()
+                         + b"".join(f.read_bytes() for f in [*files, *deps])).hexdigest()[:16]
+    so = Path(tempfile.gettempdir()) / f"micronn-{name}-{key}.so"
     if not so.exists():
-        tmp = so.with_suffix(f".{id(so)}.tmp")
-        subprocess.run(["gcc", *FLAGS, f"-I{lower.include_dir()}", *map(str, lower.sources()), "-o", str(tmp)],
+        tmp = so.with_suffix(f".{os.getpid()}.tmp")
+        subprocess.run(["gcc", *FLAGS, f"-I{lower.include_dir()}", *map(str, files), "-o", str(tmp), *extra],
                        check=True, capture_output=True, timeout=120)
         tmp.replace(so)
-    return ctypes.CDLL(str(so))
+    return so
+
+
+@pytest.fixture(scope="session")
+def lib() -> ctypes.CDLL:
+    """Every kernel in one host library."""
+    return ctypes.CDLL(str(host_library("kernels", lower.sources(), sorted(lower.include_dir().glob("*.h")))))
 
 
 class Host:

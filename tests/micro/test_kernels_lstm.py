@@ -12,17 +12,15 @@ Cortex-M4 over two invokes, and the family's kernels cross-compiled as freestand
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import inspect
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_kernels import FLAGS, check_ops
+from test_kernels import check_ops, host_library
 
 import micronn
 from micronn.errors import UnsupportedError
@@ -58,18 +56,9 @@ def model(name: str) -> Path:
 
 
 def build(name: str, files: list[Path], extra: tuple[str, ...] = ()) -> Path:
-    """A host shared library of ``files`` (gcc -Wall -Wextra -Werror), cached by the hash of the sources (and of
-    every kernel file the family has, which ``files`` may include)."""
-    deps = sorted(lower.include_dir().glob("*.h")) + family_sources()
-    key = hashlib.sha256(" ".join(FLAGS + list(extra)).encode()
-                         + b"".join(f.read_bytes() for f in files + deps)).hexdigest()[:16]
-    so = Path(tempfile.gettempdir()) / f"micronn-{name}-{key}.so"
-    if not so.exists():
-        tmp = so.with_suffix(f".{id(so)}.tmp")
-        subprocess.run(["gcc", *FLAGS, f"-I{lower.include_dir()}", *map(str, files), "-o", str(tmp), *extra],
-                       check=True, capture_output=True, timeout=120)
-        tmp.replace(so)
-    return so
+    """A host shared library of ``files``, cached by the hash of the sources (and of every kernel file the family
+    has, which ``files`` may include)."""
+    return host_library(name, files, sorted(lower.include_dir().glob("*.h")) + family_sources(), extra)
 
 
 @pytest.fixture(scope="session")

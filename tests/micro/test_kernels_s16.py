@@ -9,17 +9,15 @@ wrap). Then the whole model on the emulated Cortex-M4, and every kernel cross-co
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import inspect
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_kernels import FLAGS, check_ops, out_size
+from test_kernels import check_ops, host_library, out_size
 
 import micronn
 from micronn.errors import UnsupportedError
@@ -41,15 +39,7 @@ def lib() -> ctypes.CDLL:
     """The family's kernels in one host library (gcc -Wall -Wextra -Werror), cached by the hash of the sources.
 
     Only this family's files: the other families' kernels, written beside them, do not enter these tests."""
-    files = sources() + [lower.include_dir() / "mn_kernels.h"]
-    key = hashlib.sha256(" ".join(FLAGS).encode() + b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
-    so = Path(tempfile.gettempdir()) / f"micronn-kernels-s16-{key}.so"
-    if not so.exists():
-        tmp = so.with_suffix(f".{id(so)}.tmp")
-        subprocess.run(["gcc", *FLAGS, f"-I{lower.include_dir()}", *map(str, sources()), "-o", str(tmp)],
-                       check=True, capture_output=True, timeout=120)
-        tmp.replace(so)
-    return ctypes.CDLL(str(so))
+    return ctypes.CDLL(str(host_library("kernels-s16", sources(), [lower.include_dir() / "mn_kernels.h"])))
 
 
 def symbols(tasks: list[lower.Task]) -> set[str]:

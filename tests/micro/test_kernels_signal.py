@@ -11,17 +11,15 @@ frames, and every kernel cross-compiled as freestanding C for Cortex-M0 and M4.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import inspect
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_kernels import FLAGS, check_ops
+from test_kernels import check_ops, host_library
 
 import micronn
 from micronn.kernels._custom_options import custom_options
@@ -53,15 +51,8 @@ def paths(names: list[str]) -> list[Path]:
 def lib() -> ctypes.CDLL:
     """The family's kernels (and the three it shares) in one host library (gcc -Wall -Wextra -Werror), cached by
     the hash of the sources; other families' kernels, written beside them, do not enter these tests."""
-    files = paths(SOURCES + SHARED) + [lower.include_dir() / h for h in ("mn_kernels.h", "mn_elementwise.h")]
-    key = hashlib.sha256(" ".join(FLAGS).encode() + b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
-    so = Path(tempfile.gettempdir()) / f"micronn-kernels-signal-{key}.so"
-    if not so.exists():
-        tmp = so.with_suffix(f".{id(so)}.tmp")
-        subprocess.run(["gcc", *FLAGS, f"-I{lower.include_dir()}", *map(str, paths(SOURCES + SHARED)), "-o",
-                        str(tmp)], check=True, capture_output=True, timeout=120)
-        tmp.replace(so)
-    return ctypes.CDLL(str(so))
+    headers = [lower.include_dir() / h for h in ("mn_kernels.h", "mn_elementwise.h")]
+    return ctypes.CDLL(str(host_library("kernels-signal", paths(SOURCES + SHARED), headers)))
 
 
 def speech_frames(count: int = FRAMES, start: int = 10) -> list[np.ndarray]:

@@ -12,17 +12,15 @@ emulated Cortex-M4 through ``micronn.micro.run_model``, failing storage, and fre
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import inspect
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_kernels import FLAGS, Host, out_size
+from test_kernels import Host, host_library, out_size
 
 import micronn
 from micronn import tinyseg
@@ -50,15 +48,7 @@ def sources() -> list[Path]:
 @pytest.fixture(scope="session")
 def lib() -> ctypes.CDLL:
     """The spill kernels and the memory storage in one host library (gcc -Wall -Wextra -Werror), cached by hash."""
-    files = sources() + [lower.include_dir() / "mn_kernels.h"]
-    key = hashlib.sha256(" ".join(FLAGS).encode() + b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
-    so = Path(tempfile.gettempdir()) / f"micronn-kernels-tinyseg-{key}.so"
-    if not so.exists():
-        tmp = so.with_suffix(f".{id(so)}.tmp")
-        subprocess.run(["gcc", *FLAGS, f"-I{lower.include_dir()}", *map(str, sources()), "-o", str(tmp)],
-                       check=True, capture_output=True, timeout=120)
-        tmp.replace(so)
-    return ctypes.CDLL(str(so))
+    return ctypes.CDLL(str(host_library("kernels-tinyseg", sources(), [lower.include_dir() / "mn_kernels.h"])))
 
 
 class Storage:
