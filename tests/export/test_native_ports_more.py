@@ -55,3 +55,41 @@ def test_transpose_conv(case: dict) -> None:
 
 def test_the_wheel_agrees() -> None:
     assert_ported_same(transpose_conv(fh=2, fw=2, cin=19, cout=11, pad=1, act=1), wheel=True)
+
+
+def pool(*, op: str = "MAX_POOL_2D", kind: str = "int8", n: int = 1, h: int = 9, w: int = 8, c: int = 21,
+         fh: int = 2, fw: int = 2, stride: tuple[int, int] = (2, 2), pad: int = 0, act: int = 0, zp: int = -3) -> bytes:
+    from micronn.kernels._conv_util import compute_out_size
+
+    oh, ow = compute_out_size(pad, h, fh, stride[0], 1), compute_out_size(pad, w, fw, stride[1], 1)
+    if kind == "int8":
+        x, y = T((n, h, w, c), "int8", 0.05, zp), T((n, oh, ow, c), "int8", 0.05, zp)
+    else:
+        x, y = T((n, h, w, c), "float32"), T((n, oh, ow, c), "float32")
+    opts = schema.options(op, padding=pad, stride_h=stride[0], stride_w=stride[1], filter_height=fh,
+                          filter_width=fw, fused_activation_function=act)
+    return op_model(op, [x], [y], opts)
+
+
+POOL = [
+    {},
+    {"c": 8, "h": 80, "w": 120},
+    {"c": 64, "pad": 1, "fh": 3, "fw": 3},
+    {"c": 37, "stride": (1, 1), "fh": 3, "fw": 2, "act": 1},
+    {"c": 3, "n": 2, "stride": (2, 3), "fh": 1, "fw": 4, "pad": 1, "act": 3},
+    {"c": 16, "h": 5, "w": 5, "fh": 5, "fw": 5, "stride": (1, 1), "pad": 1, "act": 2},
+    {"c": 40, "h": 7, "w": 3, "fh": 3, "fw": 1, "stride": (3, 1), "zp": 100, "act": 1},
+]
+
+
+@pytest.mark.parametrize("kind", ["int8", "float32"])
+@pytest.mark.parametrize("op", ["MAX_POOL_2D", "AVERAGE_POOL_2D"])
+@pytest.mark.parametrize("case", POOL, ids=_id)
+def test_pool(case: dict, op: str, kind: str) -> None:
+    assert_ported_same(pool(op=op, kind=kind, **case))
+
+
+def test_pools_the_wheel_agrees() -> None:
+    assert_ported_same(pool(c=19, pad=1, fh=3, fw=3, act=1), wheel=True)
+    assert_ported_same(pool(kind="float32", c=13, pad=1, fh=3, fw=3, act=1), wheel=True)
+    assert_ported_same(pool(op="AVERAGE_POOL_2D", kind="float32", c=13, pad=1, fh=3, fw=3), wheel=True)
