@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_native_ports import assert_ported_same
+from test_native_ports import SAMPLES, _inputs, assert_ported_same
 
+from micronn import Interpreter
+from micronn.export import NativeModel
 from micronn.testing import T, op_model
 from micronn.tflite import schema
 
@@ -93,3 +95,55 @@ def test_pools_the_wheel_agrees() -> None:
     assert_ported_same(pool(c=19, pad=1, fh=3, fw=3, act=1), wheel=True)
     assert_ported_same(pool(kind="float32", c=13, pad=1, fh=3, fw=3, act=1), wheel=True)
     assert_ported_same(pool(op="AVERAGE_POOL_2D", kind="float32", c=13, pad=1, fh=3, fw=3), wheel=True)
+
+
+def lstm_f32(*, batch: int = 1, steps: int = 3, n_input: int = 5, units: int = 4, time_major: bool = False,
+             cell_clip: float = 0.0, act: int = 4, weight_scale: float = 1.0, bias_scale: float = 0.5,
+             seed: int = 0) -> bytes:
+    """A float32 LSTM with all four gates (no peephole, projection or layer norm)."""
+    rng = np.random.default_rng(seed)
+    in_shape = (steps, batch, n_input) if time_major else (batch, steps, n_input)
+    ins: list[T | None] = [None] * 24
+    ins[0] = T(in_shape, "float32")
+    for i in range(1, 9):  # input weights 1-4, recurrent 5-8
+        depth = n_input if i < 5 else units
+        ins[i] = T((units, depth), "float32", data=rng.normal(0, weight_scale / np.sqrt(depth), (units, depth)))
+    for i in range(12, 16):
+        ins[i] = T((units,), "float32", data=rng.normal(0, bias_scale, units))
+    ins[18] = T((batch, units), "float32", variable=True)
+    ins[19] = T((batch, units), "float32", variable=True)
+    opts = {"fused_activation_function": act, "cell_clip": cell_clip, "time_major": time_major}
+    return op_model("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [T((*in_shape[:2], units), "float32")], opts)
+
+
+LSTM_F32 = [
+    {},
+    {"batch": 3, "units": 17, "n_input": 33},
+    {"batch": 2, "time_major": True, "steps": 4, "units": 9},
+    {"steps": 1, "n_input": 1, "units": 1},
+    {"units": 8, "n_input": 16, "weight_scale": 30.0},
+    {"cell_clip": 0.7, "units": 20, "n_input": 28},
+    {"weight_scale": 60.0, "bias_scale": 20.0, "units": 5},  # saturated gates
+    {"act": 0, "units": 3, "n_input": 7},
+]
+
+
+def assert_stateful_same(data: bytes) -> None:
+    """For models with state, each sample of a chunk from the initial state: the port gives the portable kernel's
+    bytes on every sample (NaN inputs included), and the interpreter's (after a reset) on the first, plain one (the
+    numpy reference may give NaNs of the other sign)."""
+    xs = _inputs(data, SAMPLES, 0)
+    outs, done, status = NativeModel(data).run_chunk(xs)
+    assert (done, status) == (SAMPLES, 0)
+    portable, _, _ = NativeModel(data, host_ports=False).run_chunk(xs)
+    assert [o.tobytes() for o in outs] == [o.tobytes() for o in portable]
+    it = Interpreter(data)
+    for i, x in enumerate(xs):
+        it.set_input(x[0], i)
+    it.invoke()
+    assert [o[0].tobytes() for o in outs] == [it.get_output(i).tobytes() for i in range(len(it.subgraph.outputs))]
+
+
+@pytest.mark.parametrize("case", LSTM_F32, ids=_id)
+def test_lstm_f32(case: dict) -> None:
+    assert_stateful_same(lstm_f32(**case))
