@@ -29,8 +29,9 @@ def verified_pairs(tests: list[str]) -> tuple[set[tuple[str, str]], int]:
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "verified.json"
         env = dict(os.environ, MICRONN_CONFORMANCE=str(out))
-        rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=ROOT,
-                            env=env, stdout=subprocess.DEVNULL).returncode
+        # in this process (-n 0): the recording hooks of tests/conftest.py collect what one process saw
+        rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *tests],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL).returncode
         return {tuple(p) for p in json.loads(out.read_text())} if out.exists() else set(), rc
 
 

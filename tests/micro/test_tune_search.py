@@ -148,6 +148,7 @@ def test_a_process_pool_gives_the_serial_records(tmp_path: Path) -> None:
     assert (tmp_path / "1.jsonl").read_text() == (tmp_path / "2.jsonl").read_text()
 
 
+@pytest.mark.xdist_group("ray")  # one local cluster at a time
 def test_ray_gives_the_serial_records() -> None:
     ray = pytest.importorskip("ray", reason="the Ray path needs ray (pip install 'micronn[eval]')")
     serial = tune.tune_model(MODEL, "cortex-m4", trials=4, batch=4, search="random", seed=5, jobs=1)

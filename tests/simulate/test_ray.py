@@ -12,6 +12,7 @@ from micronn.errors import InvokeError, MicronnError
 from micronn.simulate import evaluate, simulate
 
 ray = pytest.importorskip("ray", reason="the Ray tests need ray (pip install 'micronn[eval]')")
+pytestmark = pytest.mark.xdist_group("ray")  # one local cluster at a time
 
 
 @pytest.fixture(scope="module", autouse=True)
