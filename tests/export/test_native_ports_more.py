@@ -147,3 +147,50 @@ def assert_stateful_same(data: bytes) -> None:
 @pytest.mark.parametrize("case", LSTM_F32, ids=_id)
 def test_lstm_f32(case: dict) -> None:
     assert_stateful_same(lstm_f32(**case))
+
+
+def pad(*, shape: tuple[int, ...] = (1, 5, 6, 3), pads: tuple[tuple[int, int], ...] = ((0, 0), (1, 1), (1, 1), (0, 0)),
+        kind: str = "int8") -> bytes:
+    out = tuple(s + a + b for s, (a, b) in zip(shape, pads))
+    x, y = (T(shape, "int8", 0.05, -3), T(out, "int8", 0.05, -3)) if kind == "int8" else (T(shape, kind), T(out, kind))
+    return op_model("PAD", [x, T((len(shape), 2), "int32", data=np.array(pads))], [y], schema.options("PAD"))
+
+
+PAD = [
+    {},
+    {"pads": ((0, 0), (0, 0), (0, 0), (0, 0))},  # nothing to pad: one row
+    {"pads": ((0, 0), (0, 0), (0, 0), (2, 1)), "kind": "float32"},
+    {"pads": ((1, 0), (0, 0), (0, 2), (0, 0)), "shape": (2, 3, 4, 5)},
+    {"pads": ((0, 0), (2, 0), (0, 0), (0, 0)), "kind": "int16", "shape": (2, 3, 4, 5)},
+    {"pads": ((0, 1), (3, 0)), "shape": (3, 7)},
+    {"pads": ((0, 0), (0, 0), (1, 0), (0, 0), (0, 0)), "shape": (1, 2, 3, 4, 5)},
+]
+
+
+@pytest.mark.parametrize("case", PAD, ids=_id)
+def test_pad(case: dict) -> None:
+    assert_ported_same(pad(**case))
+
+
+def softmax(*, rows: int = 5, depth: int = 10, beta: float = 1.0, scale: float = 0.1, out: str = "int8") -> bytes:
+    y = T((rows, depth), "int8", 1 / 256, -128) if out == "int8" else T((rows, depth), "int16", 1 / 65536, -32768)
+    return op_model("SOFTMAX", [T((rows, depth), "int8", scale, 7)], [y], schema.options("SOFTMAX", beta=beta))
+
+
+SOFTMAX = [
+    {},
+    {"rows": 300, "depth": 2},
+    {"rows": 1, "depth": 1},
+    {"depth": 100, "scale": 0.5},  # many differences below diff_min
+    {"depth": 37, "scale": 0.01, "beta": 3.0},
+    {"depth": 19, "out": "int16"},
+]
+
+
+@pytest.mark.parametrize("case", SOFTMAX, ids=_id)
+def test_softmax(case: dict) -> None:
+    assert_ported_same(softmax(**case))
+
+
+def test_softmax_the_wheel_agrees() -> None:
+    assert_ported_same(softmax(depth=33, scale=0.3), wheel=True)
