@@ -30,6 +30,7 @@ PAPER = {"person_detect": {"model": "VWW", "memory": 81_790, "cycles": 18_990_80
          "keyword_scrambled": {"model": "Google Hotword", "memory": 12_800, "cycles": 45_100}}
 # the goals for this benchmark
 GOALS = {"person_detect": 52_000, "keyword_scrambled": 12_000, "tiny_unet --optimize": 120_000}
+FLASH_GOALS = {"person_detect": 24_576}  # the flash goal: weights + 24 KiB of code and parameters
 OPTIMIZE = {"tiny_unet"}  # also exported with TinySeg's plan (spilled tensors in the project's storage)
 SLOW = {"tiny_unet", "tiny_unet_static", "unet_wide_int8"}  # hundreds of millions of emulated instructions
 
@@ -106,6 +107,10 @@ def main() -> None:
                   f"{'met' if r['ram'] <= r['ram_goal'] else 'NOT met'}")
             print(f"  flash {r['flash']:,} B = weights {r['weights']:,} B + {r['flash'] - r['weights']:,} B of code, "
                   f"per-channel parameters and call tables (.text alone {r['code']:,} B)")
+            if r["model"] in FLASH_GOALS:
+                goal = FLASH_GOALS[r["model"]]
+                print(f"  flash goal <= weights + {goal:,} B: "
+                      f"{'met' if r['flash'] - r['weights'] <= goal else 'NOT met'}")
             print(f"  cycles (estimated from instruction classes) {r['cycles']:,.0f} vs the paper's {p['cycles']:,} "
                   f"with reference kernels on its Cortex-M4 ({r['cycles'] / p['cycles']:.2f}x; the paper's model and "
                   "board differ: read as an order of magnitude)")

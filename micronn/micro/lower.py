@@ -163,9 +163,18 @@ class _Op:
         return Task(symbol, list(args), self.index)
 
 
-def _requant_args(mults: np.ndarray, shifts: np.ndarray, n: int) -> list[Arg]:
-    return [_i32(np.broadcast_to(np.asarray(mults).reshape(-1), (n,))),
-            _i32(np.broadcast_to(np.asarray(shifts).reshape(-1), (n,)))]
+def _requant_args(mults: np.ndarray, shifts: np.ndarray, n: int, shift8: bool = False) -> list[Arg]:
+    """Per-channel multipliers (int32) and shifts: int32, or with ``shift8`` int8 (the convolutions' kernels: a
+    QuantizeMultiplier shift lies in [-31, 30], and 3 bytes less per channel is most of their flash beyond the
+    weights)."""
+    shifts = np.broadcast_to(np.asarray(shifts, np.int64).reshape(-1), (n,))
+    if shift8:
+        if shifts.size and not (-128 <= shifts.min() and shifts.max() <= 127):
+            raise LowerError(f"a per-channel shift in [{shifts.min()}, {shifts.max()}] does not fit int8")
+        packed: Arg = ConstRef(np.ascontiguousarray(shifts.astype(np.int8)))
+    else:
+        packed = _i32(shifts)
+    return [_i32(np.broadcast_to(np.asarray(mults).reshape(-1), (n,))), packed]
 
 
 def _biases(k: Any, channels: int, wsum: np.ndarray, win: Any = None, fh: int = 1, fw: int = 1) -> list[ConstRef]:
@@ -218,7 +227,7 @@ def _conv(o: _Op) -> list[Task]:
     w, win = k.weights(o.node), k.win
     oc, fh, fw, fc = w.shape
     return [o.task("mn_conv_2d_s8", o.out(), o.inp(0), o.inp(1), *_biases(k, oc, w.reshape(oc, -1).sum(1), win, fh, fw),
-                   *_requant_args(k.mults, k.shifts, oc), inp.shape[0], win.in_h, win.in_w, inp.shape[3],
+                   *_requant_args(k.mults, k.shifts, oc, shift8=True), inp.shape[0], win.in_h, win.in_w, inp.shape[3],
                    win.out_h, win.out_w, oc, fh, fw, fc, win.stride_h, win.stride_w, win.dilation_h, win.dilation_w,
                    win.pad_top, win.pad_left, -int(k.in_zp), int(k.out_zp), int(k.act_min), int(k.act_max),
                    int(o.overlaps()))]
@@ -230,7 +239,8 @@ def _depthwise(o: _Op) -> list[Task]:
     w, win = k.weights(o.node), k.win
     _, fh, fw, oc = w.shape
     return [o.task("mn_depthwise_conv_2d_s8", o.out(), o.inp(0), o.inp(1),
-                   *_biases(k, oc, w.reshape(-1, oc).sum(0), win, fh, fw), *_requant_args(k.mults, k.shifts, oc),
+                   *_biases(k, oc, w.reshape(-1, oc).sum(0), win, fh, fw),
+                   *_requant_args(k.mults, k.shifts, oc, shift8=True),
                    inp.shape[0], win.in_h, win.in_w, inp.shape[3], win.out_h, win.out_w, k.mult, fh, fw,
                    win.stride_h, win.stride_w, win.dilation_h, win.dilation_w, win.pad_top, win.pad_left,
                    -int(k.in_zp), int(k.out_zp), int(k.act_min), int(k.act_max), int(o.overlaps()))]

@@ -62,7 +62,7 @@ def _fetch_conv(o: _Op) -> list[Task]:
     filt = o.ref(o.op.inputs[-2])
     bias_full = _biases(k, oc, w.reshape(oc, -1).sum(1))[1]  # padded taps hold the zero point: one bias serves
     return [o.task("mn_fetch_conv_2d_s8", o.out(), filt, bias_full,
-                   *_requant_args(k.mults, k.shifts, oc), ScratchRef(o.index, k.scratch), StorageRef(),
+                   *_requant_args(k.mults, k.shifts, oc, shift8=True), ScratchRef(o.index, k.scratch), StorageRef(),
                    concat.shape[0], win.in_h, win.in_w, concat.shape[3], win.out_h, win.out_w, oc, fh, fw, fc,
                    win.stride_h, win.stride_w, win.dilation_h, win.dilation_w, win.pad_top, win.pad_left,
                    -int(k.in_zp), int(k.out_zp), int(k.act_min), int(k.act_max), k.ring, len(k.parts.order),

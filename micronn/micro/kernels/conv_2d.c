@@ -15,7 +15,8 @@ void mn_conv_2d_s8(const mn_word *args) {
     int8_t *out = MN_P(int8_t, OUT);
     const int8_t *in = MN_P(const int8_t, IN), *filter = MN_P(const int8_t, FILTER);
     const int32_t *bias = MN_P(const int32_t, BIAS), *bias_full = MN_P(const int32_t, BIAS_FULL);
-    const int32_t *mult = MN_P(const int32_t, MULT), *shift = MN_P(const int32_t, SHIFT);
+    const int32_t *mult = MN_P(const int32_t, MULT);
+    const int8_t *shift = MN_P(const int8_t, SHIFT); /* int8 per channel (lower._requant_args) */
     const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), in_c = MN_I(IN_C);
     const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), out_c = MN_I(OUT_C);
     const int fh = MN_I(F_H), fw = MN_I(F_W), fc = MN_I(F_C), sh = MN_I(S_H), sw = MN_I(S_W);

@@ -179,7 +179,12 @@ typedef uint32_t __attribute__((may_alias)) mn_w32; /* ... and read (DSP: writte
  * [-31, 31] is h = ((acc << left) * mult + 2^30) >> 31, then RoundingDivideByPOT(h, right) written as
  * (h >> right) + ((h & mask) > (mask >> 1) + (h < 0)), which needs no 64-bit sum. */
 typedef struct { int32_t bias, mult, mask; int16_t left, right; } mn_ch;
-typedef struct { const mn_ch *ch; const int32_t *bias, *mult, *shift; int32_t zp, lo, hi, generic; } mn_ctx;
+typedef struct {
+    const mn_ch *ch;
+    const int32_t *bias, *mult;
+    const int8_t *shift;
+    int32_t zp, lo, hi, generic;
+} mn_ctx;
 
 /* sat: the activation range is all of int8 and every channel takes the fast path (checked once per call);
  * table: the constants come from the per-call table, else from the multiplier and shift words */
@@ -504,7 +509,8 @@ def _kernel(w: _Writer, shape: Shape, config: dict[str, int], name: str) -> None
     w(f"const int8_t *in = (const int8_t *)args[{a['IN']}], *filter = (const int8_t *)args[{a['FILTER']}];")
     # im2col pads with the zero point, so every window is a whole one; the direct path reads BIAS for cut ones
     w(f"const int32_t *bias = (const int32_t *)args[{a['BIAS_FULL']}];")
-    w(f"const int32_t *mult = (const int32_t *)args[{a['MULT']}], *shift = (const int32_t *)args[{a['SHIFT']}];")
+    w(f"const int32_t *mult = (const int32_t *)args[{a['MULT']}];")
+    w(f"const int8_t *shift = (const int8_t *)args[{a['SHIFT']}];")
     w(f"const int32_t off = (int32_t)args[{a['IN_OFF']}];")
     w(f"const int stage = (int32_t)args[{a['STAGE']}];")
     if tab:

@@ -149,7 +149,7 @@ _PRELUDE = """\
  * in [-31, 31] is h = ((acc << left) * mult + 2^30) >> 31, then RoundingDivideByPOT(h, right) written as
  * (h >> right) + ((h & mask) > half + (h < 0)), which needs no 64-bit sum. */
 typedef struct { int32_t bias, mult, left, right, mask, half; } mn_ch;
-typedef struct { const mn_ch *ch; const int32_t *mult, *shift; int32_t zp, lo, hi, generic; } mn_ctx;
+typedef struct { const mn_ch *ch; const int32_t *mult; const int8_t *shift; int32_t zp, lo, hi, generic; } mn_ctx;
 
 /* sat: the activation range is all of int8 and every channel takes the fast path (checked once per call) */
 MN_INLINE int8_t mn_out(uint32_t acc, const mn_ctx *cx, int c, const int sat) {
@@ -414,7 +414,8 @@ def _kernel(w: _Writer, shape: Shape, config: dict[str, int], name: str) -> None
     w(f"int8_t *out = (int8_t *)args[{a['OUT']}];")
     w(f"const int8_t *in = (const int8_t *)args[{a['IN']}], *filter = (const int8_t *)args[{a['FILTER']}];")
     w(f"const int32_t *bias = (const int32_t *)args[{a['BIAS_FULL']}];")
-    w(f"const int32_t *mult = (const int32_t *)args[{a['MULT']}], *shift = (const int32_t *)args[{a['SHIFT']}];")
+    w(f"const int32_t *mult = (const int32_t *)args[{a['MULT']}];")
+    w(f"const int8_t *shift = (const int8_t *)args[{a['SHIFT']}];")
     w(f"const int stage = (int32_t)args[{a['STAGE']}];")
     w("mn_ch ch[OC];")
     w(f"mn_ctx cx = {{ch, mult, shift, (int32_t)args[{a['OUT_ZP']}], (int32_t)args[{a['ACT_MIN']}], "

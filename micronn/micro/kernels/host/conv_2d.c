@@ -44,7 +44,7 @@ static const conv_pack *conv_prepare(const mn_word *args) {
         for (int c = 0; c < per_group; c++) {
             const size_t i = (size_t)g * blocks * 8 + c, oc = (size_t)g * per_group + c;
             p->bias[i] = MN_P(const int32_t, BIAS_FULL)[oc];
-            mult[i] = MN_P(const int32_t, MULT)[oc], shift[i] = MN_P(const int32_t, SHIFT)[oc];
+            mult[i] = MN_P(const int32_t, MULT)[oc], shift[i] = MN_P(const int8_t, SHIFT)[oc]; /* int8 words */
         }
     }
     if (!mnh_rq_init(&p->rq, mult, shift, (int)padded, 8)) return NULL;

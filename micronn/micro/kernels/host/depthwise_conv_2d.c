@@ -54,9 +54,11 @@ static const dw_pack *dw_prepare(const mn_word *args) {
     p->bias = (int32_t *)mnh_alloc(((size_t)in_c + 16) * sizeof(int32_t));
     p->pad = (int8_t *)mnh_alloc((size_t)in_c + 16);
     if (mult > 1 && !(p->wide = (int8_t *)mnh_alloc((size_t)MN_I(IN_H) * MN_I(IN_W) * in_c + 16))) return NULL;
-    if (!p->w || !p->bias || !p->pad || !mnh_rq_init(&p->rq, MN_P(const int32_t, MULT), MN_P(const int32_t, SHIFT),
-                                                       in_c, 16))
-        return NULL;
+    int32_t *shift = (int32_t *)mnh_alloc((size_t)in_c * sizeof(int32_t)); /* the call's int8 shifts, widened */
+    if (!p->w || !p->bias || !p->pad || !shift) return NULL;
+    for (int c = 0; c < in_c; c++) shift[c] = MN_P(const int8_t, SHIFT)[c];
+    if (!mnh_rq_init(&p->rq, MN_P(const int32_t, MULT), shift, in_c, 16)) return NULL;
+    free(shift);
     memcpy(p->bias, MN_P(const int32_t, BIAS_FULL), (size_t)in_c * sizeof(int32_t));
     memset(p->pad, -MN_I(IN_OFF), (size_t)in_c);
     int8_t ta[16], tb[16];
