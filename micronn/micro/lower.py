@@ -495,6 +495,60 @@ FALLIBLE = frozenset({"mn_spill", "mn_fetch", "mn_fetch_conv_2d_s8", "mn_gather"
 GATHER_BAD_POSITION = -1001  # kernels/gather.c
 
 
+# Argument words a generic kernel never reads, kept in its tasks for the generated kernels that take the same words
+# (micronn.micro.templates): an exported program writes 0 there, so their constants stay out of flash.
+# DEPTHWISE_CONV_2D's plain bias: the kernel derives it from bias_full (kernels/depthwise_conv_2d.c).
+UNREAD: dict[str, frozenset[int]] = {"mn_depthwise_conv_2d_s8": frozenset({3})}
+
+
+def read_args(task: Task) -> list[Arg]:
+    """The task's argument words, those its kernel never reads (UNREAD) as 0."""
+    skip = UNREAD.get(task.symbol, frozenset())
+    return [0 if i in skip else a for i, a in enumerate(task.args)]
+
+
+# The generic kernels' optional paths (kernels/mn_kernels.h): an exported program compiles out those no call takes.
+def kernel_config(tasks: list[Task]) -> dict[str, int]:
+    """``#define``s of mn_config.h for a program of ``tasks`` (and the calls they make): 0 for each path no call
+    takes; paths of kernels the program does not call are 0 too."""
+    need = {"MN_STAGE": False, "MN_DILATION": False, "MN_CONV_GROUPS": False, "MN_CONV_CUT": False,
+            "MN_CONV_ONE": False, "MN_DW_TAIL": False}
+
+    def word(t: Task, i: int) -> int | None:
+        a = t.args[i]
+        return int(a) if isinstance(a, int | np.integer) else None
+
+    def cut(t: Task) -> bool:  # whether the border cuts a window of a CONV_2D call (as _biases)
+        w = [word(t, i) for i in (8, 9, 11, 12, 14, 15, 17, 18, 19, 20, 21, 22)]
+        if None in w:
+            return True
+        in_h, in_w, out_h, out_w, fh, fw, sh, sw, dh, dw, pad_t, pad_l = w
+        return pad_t > 0 or pad_l > 0 or (out_h - 1) * sh - pad_t + (fh - 1) * dh >= in_h or \
+            (out_w - 1) * sw - pad_l + (fw - 1) * dw >= in_w
+
+    def visit(ts: list[Task]) -> None:
+        for t in ts:
+            for a in t.args:
+                if isinstance(a, TaskList):
+                    visit(a.tasks)
+            if t.symbol == "mn_conv_2d_s8":  # kernels/conv_2d.c's word order
+                stage, dil, groups = word(t, 27), (word(t, 19), word(t, 20)), (word(t, 10), word(t, 16))
+                grouped, out_c = None in groups or groups[0] != groups[1], word(t, 13)
+                need["MN_CONV_GROUPS"] |= grouped
+                need["MN_CONV_CUT"] |= cut(t)
+                need["MN_CONV_ONE"] |= grouped or cut(t) or out_c is None or out_c % 2 != 0
+            elif t.symbol == "mn_depthwise_conv_2d_s8":  # kernels/depthwise_conv_2d.c's word order
+                stage, dil, mult, in_c = word(t, 26), (word(t, 18), word(t, 19)), word(t, 13), word(t, 10)
+                need["MN_DW_TAIL"] |= mult != 1 or in_c is None or in_c % 4 != 0
+            else:
+                continue
+            need["MN_STAGE"] |= stage != 0
+            need["MN_DILATION"] |= dil != (1, 1)
+
+    visit(tasks)
+    return {k: 0 for k, v in need.items() if not v}
+
+
 def fallible(task: Task) -> bool:
     """Whether ``task`` (or a call it makes) can fail."""
     return task.symbol in FALLIBLE or any(isinstance(a, TaskList) and any(fallible(t) for t in a.tasks)

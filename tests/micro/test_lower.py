@@ -117,3 +117,31 @@ def test_overlap_only_where_the_kernel_streams() -> None:
     assert lower._lower(it, dw, {})[0].args[-1] == 0
     with pytest.raises(LowerError, match="out of range"):
         lower.lower(it, len(names))
+
+
+@pytest.mark.parametrize("case, paths", [
+    ("conv", {"MN_CONV_CUT", "MN_CONV_ONE"}), ("conv_1x1", {"MN_CONV_ONE"}), ("conv_valid", set()),
+    ("conv_dilation", {"MN_DILATION", "MN_CONV_CUT", "MN_CONV_ONE"}),
+    ("conv_grouped", {"MN_CONV_GROUPS", "MN_CONV_CUT", "MN_CONV_ONE"}),
+    ("dw", {"MN_DW_TAIL"}), ("dw_mult", {"MN_DW_TAIL"}), ("dw_stride_dil", {"MN_DILATION", "MN_DW_TAIL"}),
+])
+def test_kernel_config_keeps_the_paths_the_calls_take(case: str, paths: set[str], tmp_path: Path) -> None:
+    """An exported program compiles out the generic kernels' paths no call takes (mn_config.h), and still gives
+    the interpreter's bytes; the depthwise kernel's plain bias word is written as 0 (it derives that bias)."""
+    from test_kernels import CASES
+
+    from micronn import export
+
+    it = micronn.Interpreter(CASES[case])
+    it.allocate_tensors()
+    tasks = lower.lower_model(it)
+    config = lower.kernel_config(tasks)
+    paths |= {"MN_STAGE"} if any(t.args[-1] for t in tasks) else set()  # the STAGE word: as the plan placed the output
+    assert set(config) == {"MN_STAGE", "MN_DILATION", "MN_CONV_GROUPS", "MN_CONV_CUT", "MN_CONV_ONE",
+                           "MN_DW_TAIL"} - paths and set(config.values()) <= {0}
+    for t in tasks:
+        assert lower.read_args(t)[3] == (0 if t.symbol == "mn_depthwise_conv_2d_s8" else t.args[3])
+    proj = export.export(CASES[case], tmp_path / "fw")
+    assert all(f"#define {k} 0" in (proj.path / "mn_config.h").read_text() for k in config)
+    for seed in (0, 3):
+        assert export.run(proj, device="host", seed=seed).identical

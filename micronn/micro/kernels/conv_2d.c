@@ -20,10 +20,11 @@ void mn_conv_2d_s8(const mn_word *args) {
     const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), in_c = MN_I(IN_C);
     const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), out_c = MN_I(OUT_C);
     const int fh = MN_I(F_H), fw = MN_I(F_W), fc = MN_I(F_C), sh = MN_I(S_H), sw = MN_I(S_W);
-    const int dh = MN_I(D_H), dw = MN_I(D_W), pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L);
+    const int dh = MN_DILATION ? MN_I(D_H) : 1, dw = MN_DILATION ? MN_I(D_W) : 1; /* paths: mn_kernels.h */
+    const int pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L), stage = MN_STAGE ? MN_I(STAGE) : 0;
     const int32_t in_off = MN_I(IN_OFF), out_zp = MN_I(OUT_ZP), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
-    const int stage = MN_I(STAGE);
-    const int groups = in_c / fc, per_group = out_c / groups, f_row = fw * fc, f_size = fh * f_row;
+    const int groups = MN_CONV_GROUPS ? in_c / fc : 1, per_group = out_c / groups;
+    const int f_row = fw * fc, f_size = fh * f_row;
     const int contiguous = dw == 1 && groups == 1; /* one filter row reads one contiguous run of input */
     int8_t staged[stage ? out_c : 1];
 
@@ -31,12 +32,12 @@ void mn_conv_2d_s8(const mn_word *args) {
         const int8_t *image = in + (size_t)b * in_h * in_w * in_c;
         for (int oy = 0; oy < out_h; oy++) {
             const int iy0 = oy * sh - pad_t;
-            int fy0, fy1;
-            mn_valid_taps(iy0, dh, in_h, fh, &fy0, &fy1);
+            int fy0 = 0, fy1 = fh;
+            if (MN_CONV_CUT) mn_valid_taps(iy0, dh, in_h, fh, &fy0, &fy1);
             for (int ox = 0; ox < out_w; ox++) {
                 const int ix0 = ox * sw - pad_l;
-                int fx0, fx1;
-                mn_valid_taps(ix0, dw, in_w, fw, &fx0, &fx1);
+                int fx0 = 0, fx1 = fw;
+                if (MN_CONV_CUT) mn_valid_taps(ix0, dw, in_w, fw, &fx0, &fx1);
                 const int full = fy0 == 0 && fy1 == fh && fx0 == 0 && fx1 == fw;
                 const int run = contiguous ? (fx1 - fx0) * fc : fc, runs = contiguous ? 1 : fx1 - fx0;
                 int8_t *o = stage ? staged : out + (((size_t)b * out_h + oy) * out_w + ox) * out_c;
@@ -57,7 +58,7 @@ void mn_conv_2d_s8(const mn_word *args) {
                 while (oc < out_c) {
                     const int8_t *x_group = image + (oc / per_group) * fc;
                     const int8_t *w0 = filter + (size_t)oc * f_size;
-                    const int pair = full && oc + 1 < out_c && (oc + 1) % per_group != 0;
+                    const int pair = !MN_CONV_ONE || (full && oc + 1 < out_c && (oc + 1) % per_group != 0);
                     int32_t a0 = full ? bias_full[oc] : bias[oc], a1 = pair ? bias_full[oc + 1] : 0;
                     for (int fy = fy0; fy < fy1; fy++) {
                         const int8_t *x_row = x_group + (size_t)(iy0 + fy * dh) * in_w * in_c;

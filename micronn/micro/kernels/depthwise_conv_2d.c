@@ -4,8 +4,11 @@
  * Output pixels in raster order; the sum runs over the window's valid taps, four channels at a time where the
  * depth multiplier is one (each tap then reads four adjacent input and filter bytes). Windows wholly
  * inside the input start from `bias_full` = bias + input_offset * sum(filter taps), so they multiply raw int8
- * values; cut windows add (x + input_offset) * w, as TFLM does. `stage` finishes each pixel in a stack buffer
- * before storing it (for outputs the planner streams over the input).
+ * values; cut windows add (x + input_offset) * w, as TFLM does, from the plain bias, derived once per call
+ * into a stack array as bias_full - input_offset * sum(filter taps) (the same bits in wrapping int32 arithmetic).
+ * The BIAS word is never read: it stays for the generated kernels, which take the same words, and an exported
+ * program leaves it 0 (lower.UNREAD), so its flash holds one bias array per layer. `stage` finishes each pixel in
+ * a stack buffer before storing it (for outputs the planner streams over the input).
  */
 #include "mn_kernels.h"
 
@@ -45,20 +48,36 @@ static inline void taps4(const int8_t *x, const int8_t *w, int rows, int cols, i
     acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
 }
 
+/* bias[c] = bias_full[c] - in_off * the sum of channel c's taps (filter: taps rows of out_c channels). */
+__attribute__((noinline)) static void plain_bias(int32_t *bias, const int32_t *bias_full, const int8_t *filter,
+                                                 int taps, int out_c, int32_t in_off) {
+    for (int c = 0; c < out_c; c++) {
+        uint32_t a = (uint32_t)bias_full[c];
+        for (int t = 0; t < taps; t++) a -= (uint32_t)(in_off * filter[t * out_c + c]);
+        bias[c] = (int32_t)a;
+    }
+}
+
 void mn_depthwise_conv_2d_s8(const mn_word *args) {
     int8_t *out = MN_P(int8_t, OUT);
     const int8_t *in = MN_P(const int8_t, IN), *filter = MN_P(const int8_t, FILTER);
-    const int32_t *bias = MN_P(const int32_t, BIAS), *bias_full = MN_P(const int32_t, BIAS_FULL);
+    const int32_t *bias_full = MN_P(const int32_t, BIAS_FULL);
     const int32_t *mult = MN_P(const int32_t, MULT);
     const int8_t *shift = MN_P(const int8_t, SHIFT); /* int8 per channel (lower._requant_args) */
     const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), in_c = MN_I(IN_C);
-    const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), depth_mult = MN_I(DEPTH_MULT);
-    const int fh = MN_I(F_H), fw = MN_I(F_W), sh = MN_I(S_H), sw = MN_I(S_W), dh = MN_I(D_H), dw = MN_I(D_W);
-    const int pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L), stage = MN_I(STAGE);
+    const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), depth_mult = MN_DW_TAIL ? MN_I(DEPTH_MULT) : 1;
+    const int fh = MN_I(F_H), fw = MN_I(F_W), sh = MN_I(S_H), sw = MN_I(S_W), dh = MN_DILATION ? MN_I(D_H) : 1;
+    const int dw = MN_DILATION ? MN_I(D_W) : 1, pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L);
+    const int stage = MN_STAGE ? MN_I(STAGE) : 0;
     const int32_t in_off = MN_I(IN_OFF), out_zp = MN_I(OUT_ZP), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
     const int out_c = in_c * depth_mult;
     const int x_step = dw * in_c, x_row = dh * in_w * in_c, w_step = out_c, w_row = fw * out_c;
     int8_t staged[stage ? out_c : 1];
+    /* the plain bias, needed only where the border cuts some window */
+    const int cut = pad_t > 0 || pad_l > 0 || (out_h - 1) * sh - pad_t + (fh - 1) * dh >= in_h ||
+                    (out_w - 1) * sw - pad_l + (fw - 1) * dw >= in_w;
+    int32_t bias[cut ? out_c : 1];
+    if (cut) plain_bias(bias, bias_full, filter, fh * fw, out_c, in_off);
 
     for (int b = 0; b < n; b++) {
         const int8_t *image = in + (size_t)b * in_h * in_w * in_c;
@@ -83,7 +102,7 @@ void mn_depthwise_conv_2d_s8(const mn_word *args) {
                     for (int i = 0; i < 4; i++)
                         o[oc + i] = mn_requant_s8((int32_t)acc[i], mult[oc + i], shift[oc + i], out_zp, lo, hi);
                 }
-                for (; oc < out_c; oc++) {
+                for (; MN_DW_TAIL && oc < out_c; oc++) {
                     const int8_t *xr = x_first + oc / depth_mult, *wr = w_first + oc;
                     uint32_t acc = (uint32_t)(full ? bias_full[oc] : bias[oc]);
                     const int32_t off = full ? 0 : in_off;

@@ -19,6 +19,33 @@ typedef uintptr_t mn_word;
 void *memcpy(void *dst, const void *src, size_t n);
 void *memset(void *dst, int c, size_t n);
 
+/* Paths of the generic kernels a call may need. An exported program specialises them to its calls: its generated
+ * mn_config.h (micronn/export/codegen.py) sets to 0 those no call takes, and the compiler drops their code. Absent
+ * (the host-driven runtime, the tuner, NativeModel), every path stays. */
+#if defined(__has_include)
+#if __has_include("mn_config.h")
+#include "mn_config.h"
+#endif
+#endif
+#ifndef MN_STAGE
+#define MN_STAGE 1 /* CONV_2D / DEPTHWISE_CONV_2D with the STAGE word set */
+#endif
+#ifndef MN_DILATION
+#define MN_DILATION 1 /* CONV_2D / DEPTHWISE_CONV_2D dilated */
+#endif
+#ifndef MN_CONV_GROUPS
+#define MN_CONV_GROUPS 1 /* grouped CONV_2D */
+#endif
+#ifndef MN_CONV_CUT
+#define MN_CONV_CUT 1 /* CONV_2D with windows the input's border cuts */
+#endif
+#ifndef MN_CONV_ONE
+#define MN_CONV_ONE 1 /* CONV_2D finishing a channel alone (not in a group of four or a pair of whole windows) */
+#endif
+#ifndef MN_DW_TAIL
+#define MN_DW_TAIL 1 /* DEPTHWISE_CONV_2D with a depth multiplier other than 1 or channels not a multiple of 4 */
+#endif
+
 #define MN_I(k) ((int32_t)args[k])             /* word k as a signed int32 */
 #define MN_P(type, k) ((type *)args[k])        /* word k as a pointer */
 
