@@ -43,6 +43,21 @@ static inline void mnh_keep(mnh_slot *slot, const mn_word *args, void *value) {
     if (slot) slot->key = args, slot->value = value;
 }
 
+/* ---- float operations whose NaN is fixed ------------------------------------------------------------------
+ * x86 gives the first source operand's NaN when both are NaN, but a compiler may swap the operands of a commutative
+ * intrinsic. Where two NaNs can meet and the scalar code's order decides the result's sign, these keep `a` first. */
+static inline __m256 mnh_mul_ps(__m256 a, __m256 b) {
+    __m256 r;
+    __asm__("vmulps %2, %1, %0" : "=x"(r) : "x"(a), "xm"(b));
+    return r;
+}
+
+static inline __m256 mnh_add_ps(__m256 a, __m256 b) {
+    __m256 r;
+    __asm__("vaddps %2, %1, %0" : "=x"(r) : "x"(a), "xm"(b));
+    return r;
+}
+
 /* ---- int8 weights as int16 pairs, eight output channels per vector ----------------------------------------
  * Rows (output channels) `rows` of `k` int8 weights, `stride` bytes apart, as blocks of 8 rows: per block and per
  * pair of inputs j, 16 int16 = (w[r][2j], w[r][2j+1]) for the block's 8 rows r; rows and inputs past the end are

@@ -11,6 +11,7 @@
 #include "unidirectional_sequence_lstm_f32.portable.inc"
 #undef mn_unidirectional_sequence_lstm_f32
 #include "mn_host.h"
+#include "mn_host_libm.h"
 
 #if defined(MNH_AVX2)
 typedef struct {
@@ -18,7 +19,8 @@ typedef struct {
     float *w_in;  /* per block: n_input vectors of 8 rows' weights */
     float *w_rec; /* per block: units vectors */
     float *bias;  /* per gate row, padded to whole blocks */
-    float *pre;   /* the gate rows' pre-activations of one step */
+    float *pre;   /* the gate rows' pre-activations of one step (8 floats of room past the last) */
+    float *act;   /* the gates' activations: [gate][units rounded up to 8] */
 } lstm_pack;
 
 static const lstm_pack *lstm_prepare(const mn_word *args) {
@@ -32,8 +34,9 @@ static const lstm_pack *lstm_prepare(const mn_word *args) {
     p->w_in = (float *)mnh_alloc((size_t)blocks * n_input * 8 * sizeof(float));
     p->w_rec = (float *)mnh_alloc((size_t)blocks * units * 8 * sizeof(float));
     p->bias = (float *)mnh_alloc((size_t)blocks * 8 * sizeof(float));
-    p->pre = (float *)mnh_alloc((size_t)blocks * 8 * sizeof(float));
-    if (!p->w_in || !p->w_rec || !p->bias || !p->pre) return NULL;
+    p->pre = (float *)mnh_alloc(((size_t)blocks * 8 + 8) * sizeof(float));
+    p->act = (float *)mnh_alloc((size_t)GATES * ((units + 7) / 8 * 8) * sizeof(float));
+    if (!p->w_in || !p->w_rec || !p->bias || !p->pre || !p->act) return NULL;
     for (int r = 0; r < rows; r++) {
         const int g = r / units, u = r % units, b = r / 8, lane = r % 8;
         const float *wi = MN_P(const float, W_IN + g) + (size_t)u * n_input;
@@ -94,8 +97,10 @@ void mn_unidirectional_sequence_lstm_f32(const mn_word *args) {
     const int batch = MN_I(BATCH), steps = MN_I(STEPS), n_input = MN_I(N_INPUT), units = MN_I(UNITS);
     const int time_major = MN_I(TIME_MAJOR), cell_tanh = MN_I(CELL_TANH);
     const float clip = mn_f32_arg(args, CELL_CLIP);
-    float *gate[GATES];
-    for (int g = 0; g < GATES; g++) gate[g] = MN_P(float, SCRATCH + g);
+    const int padded = (units + 7) / 8 * 8, tail = units % 8;
+    const __m256i tail_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 clip_hi = _mm256_set1_ps(clip), clip_lo = _mm256_set1_ps(-clip);
+    float *act = p->act;
 
     for (int t = 0; t < steps; t++) {
         for (int b = 0; b < batch; b++) {
@@ -103,21 +108,32 @@ void mn_unidirectional_sequence_lstm_f32(const mn_word *args) {
             const float *x = in + (size_t)row * n_input;
             float *h = hidden_all + (size_t)b * units, *c = cell_all + (size_t)b * units;
             pre_activations(p, x, h, n_input, units);
+            /* activations 8 gate rows at a time (lanes past a gate's last row: unused) */
             for (int g = 0; g < GATES; g++)
-                for (int u = 0; u < units; u++) {
-                    const float pre = p->pre[g * units + u];
-                    gate[g][u] = g != CELL_GATE ? mn_libm_sigmoid(pre) : cell_tanh ? mn_libm_tanhf(pre) : pre;
+                for (int u = 0; u < units; u += 8) {
+                    const __m256 pre = _mm256_loadu_ps(p->pre + g * units + u);
+                    const __m256 y = g != CELL_GATE ? mnh_sigmoid8(pre) : cell_tanh ? mnh_tanhf8(pre) : pre;
+                    _mm256_storeu_ps(act + g * padded + u, y);
                 }
-            for (int u = 0; u < units; u++) {
-                const float kept = gate[FORGET][u] * c[u];
-                const float added = gate[INPUT_GATE][u] * gate[CELL_GATE][u];
-                float cell = lstm_clamp(kept) + lstm_clamp(added);
-                if (clip > 0.0f && cell == cell) {
-                    if (cell > clip) cell = clip;
-                    if (cell < -clip) cell = -clip;
+            for (int u = 0; u < units; u += 8) {
+                const int whole = u + 8 <= units;
+                const __m256 c_old = whole ? _mm256_loadu_ps(c + u) : _mm256_maskload_ps(c + u, tail_mask);
+                const __m256 kept = mnh_mul_ps(_mm256_loadu_ps(act + FORGET * padded + u), c_old);
+                const __m256 added = mnh_mul_ps(_mm256_loadu_ps(act + INPUT_GATE * padded + u),
+                                                _mm256_loadu_ps(act + CELL_GATE * padded + u));
+                __m256 cell = mnh_add_ps(clamp_max(kept), clamp_max(added));
+                if (clip > 0.0f) { /* NaN passes */
+                    cell = _mm256_blendv_ps(cell, clip_hi, _mm256_cmp_ps(cell, clip_hi, _CMP_GT_OQ));
+                    cell = _mm256_blendv_ps(cell, clip_lo, _mm256_cmp_ps(cell, clip_lo, _CMP_LT_OQ));
                 }
-                c[u] = cell;
-                h[u] = lstm_clamp(mn_libm_tanhf(cell) * gate[OUTPUT_GATE][u]);
+                const __m256 h_new = clamp_max(mnh_mul_ps(mnh_tanhf8(cell), _mm256_loadu_ps(act + OUTPUT_GATE * padded + u)));
+                if (whole) {
+                    _mm256_storeu_ps(c + u, cell);
+                    _mm256_storeu_ps(h + u, h_new);
+                } else {
+                    _mm256_maskstore_ps(c + u, tail_mask, cell);
+                    _mm256_maskstore_ps(h + u, tail_mask, h_new);
+                }
             }
             memcpy(out + (size_t)row * units, h, (size_t)units * sizeof(float));
         }
