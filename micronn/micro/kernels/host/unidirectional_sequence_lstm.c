@@ -1,0 +1,244 @@
+/* UNIDIRECTIONAL_SEQUENCE_LSTM, int8: the host port (x86-64 with AVX2) of kernels/unidirectional_sequence_lstm.c,
+ * same symbol, same argument words.
+ *
+ * Each gate's units are padded to whole vectors of 8, so one 8-row block of weights belongs to one gate. Per call
+ * site the input and recurrent rows of the four gates are repacked as int16 pairs (mn_host.h's layout) holding
+ * w + w_off, the weight offset folded in (|w + w_off| < 2^15: one madd stays exact); the int32 sums wrap as the
+ * portable kernel's. Per step and batch row: the input and the old hidden state widened to int16 once, all
+ * blocks' sums, their requantizations to int16 (mnh_requant8, exact for multipliers >= 0), the int16 sigmoid /
+ * tanh 8 lanes at a time (one gather reads a table entry and its successor), then the cell and hidden updates 8
+ * units at a time. The state lives in padded per-row copies during the call and is written back at its end.
+ * Multipliers < 0 or shifts beyond +-31 (never from QuantizeMultiplier) run the portable kernel.
+ */
+#define mn_unidirectional_sequence_lstm_s8 mn_unidirectional_sequence_lstm_s8_portable
+#include "unidirectional_sequence_lstm.portable.inc"
+#undef mn_unidirectional_sequence_lstm_s8
+#include "mn_host.h"
+
+#if defined(MNH_AVX2)
+typedef struct {
+    int up, kx, kh, blocks; /* units padded to 8; input and hidden pairs; 8-row blocks (4 * up / 8) */
+    int16_t *w_in, *w_rec;  /* per block: kx (kh) pairs of 16 int16 */
+    int32_t *b_in, *b_rec;  /* per padded row */
+    int32_t rq[8][3][8];    /* per product (4 input, 4 recurrent): mult, left, right as 8 lanes */
+    int32_t el[3][3][8];    /* forget * cell, input * cell gate, tanh(cell) * output: mult, left, right */
+    int16_t *gates;         /* 4 * up gate values of one step */
+    int16_t *xw, *hw;       /* the widened input row (kx pairs); hidden rows widened (batch * 2 * kh) */
+    int16_t *cell;          /* batch * up */
+} lstm_pack;
+
+static int rq_lanes(int32_t dst[3][8], int32_t mult, int32_t shift) {
+    for (int i = 0; i < 8; i++) dst[0][i] = mult, dst[1][i] = shift > 0 ? shift : 0, dst[2][i] = shift < 0 ? -shift : 0;
+    return mult >= 0 && shift <= 31 && shift >= -31;
+}
+
+/* rows of (units x depth) int8 weights + off as int16 pairs, 8 rows per block, blocks of gate g from g * up / 8 */
+static void pack_gate(int16_t *dst, const int8_t *w, int units, int depth, int32_t off, int up) {
+    const int kp = mnh_pairs(depth);
+    for (int u = 0; u < units; u++) {
+        int16_t *d = dst + (size_t)(u / 8) * kp * 16 + 2 * (u % 8);
+        for (int i = 0; i < depth; i++) d[(size_t)(i / 2) * 16 + (i & 1)] = (int16_t)(w[(size_t)u * depth + i] + off);
+    }
+    (void)up;
+}
+
+static lstm_pack *lstm_prepare(const mn_word *args) {
+    mnh_slot *slot;
+    lstm_pack *p = (lstm_pack *)mnh_lookup(args, &slot);
+    if (p) return p;
+    const int batch = MN_I(BATCH), n_input = MN_I(N_INPUT), units = MN_I(UNITS);
+    const int up = (units + 7) / 8 * 8, kx = mnh_pairs(n_input), kh = mnh_pairs(units), blocks = GATES * up / 8;
+    const int32_t *quant = MN_P(const int32_t, QUANT);
+    int ok = 1;
+    for (int k = 0; k < 2 * GATES; k++) {
+        const int32_t off = quant[3 * k + 2];
+        if (off < -32767 + 128 || off > 32767 - 128) ok = 0;
+    }
+    p = (lstm_pack *)mnh_alloc(sizeof(lstm_pack));
+    if (!p) return NULL;
+    for (int k = 0; k < 2 * GATES; k++) ok &= rq_lanes(p->rq[k], quant[3 * k], quant[3 * k + 1]);
+    ok &= rq_lanes(p->el[0], MN_I(FORGET_MUL), MN_I(FORGET_SHIFT));
+    ok &= rq_lanes(p->el[1], MN_I(INPUT_MUL), MN_I(INPUT_SHIFT));
+    ok &= rq_lanes(p->el[2], MN_I(HIDDEN_MUL), MN_I(HIDDEN_SHIFT));
+    if (!ok || MN_I(TANH_SHIFT) < 0 || MN_I(TANH_SHIFT) > 31) {
+        free(p);
+        return NULL;
+    }
+    p->up = up, p->kx = kx, p->kh = kh, p->blocks = blocks;
+    p->w_in = (int16_t *)mnh_alloc((size_t)blocks * kx * 16 * sizeof(int16_t));
+    p->w_rec = (int16_t *)mnh_alloc((size_t)blocks * kh * 16 * sizeof(int16_t));
+    p->b_in = (int32_t *)mnh_alloc((size_t)GATES * up * sizeof(int32_t));
+    p->b_rec = (int32_t *)mnh_alloc((size_t)GATES * up * sizeof(int32_t));
+    p->gates = (int16_t *)mnh_alloc((size_t)GATES * up * sizeof(int16_t));
+    p->xw = (int16_t *)mnh_alloc(((size_t)2 * kx + 16) * sizeof(int16_t));
+    p->hw = (int16_t *)mnh_alloc(((size_t)batch * 2 * kh + 16) * sizeof(int16_t));
+    p->cell = (int16_t *)mnh_alloc((size_t)batch * up * sizeof(int16_t));
+    if (!p->w_in || !p->w_rec || !p->b_in || !p->b_rec || !p->gates || !p->xw || !p->hw || !p->cell) return NULL;
+    const int32_t *bias_in = MN_P(const int32_t, BIAS_IN), *bias_rec = MN_P(const int32_t, BIAS_REC);
+    for (int g = 0; g < GATES; g++) {
+        pack_gate(p->w_in + (size_t)g * (up / 8) * kx * 16, MN_P(const int8_t, W_IN + g), units, n_input,
+                  quant[3 * g + 2], up);
+        pack_gate(p->w_rec + (size_t)g * (up / 8) * kh * 16, MN_P(const int8_t, W_REC + g), units, units,
+                  quant[3 * (GATES + g) + 2], up);
+        for (int u = 0; u < units; u++)
+            p->b_in[g * up + u] = bias_in[g * units + u], p->b_rec[g * up + u] = bias_rec[g * units + u];
+    }
+    mnh_keep(slot, args, p);
+    return p;
+}
+
+static inline __m256i requantv(__m256i acc, const int32_t q[3][8], int32_t zp, int32_t lo, int32_t hi) {
+    return mnh_requant8(acc, q[0], q[1], q[2], _mm256_set1_epi32(zp), _mm256_set1_epi32(lo - zp),
+                        _mm256_set1_epi32(hi - zp));
+}
+
+static inline __m256i sat16v(__m256i v) {
+    return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_set1_epi32(-32768)), _mm256_set1_epi32(32767));
+}
+
+/* The table interpolated at a = |v| with `bits` fraction bits; `saturated` where a >> bits >= 255. */
+static inline __m256i interp8(const uint16_t *table, __m256i a, int bits, int32_t saturated) {
+    const __m256i whole = _mm256_srli_epi32(a, bits);
+    const __m256i past = _mm256_cmpgt_epi32(whole, _mm256_set1_epi32(254));
+    const __m256i idx = _mm256_andnot_si256(past, whole);
+    const __m256i pair = _mm256_i32gather_epi32((const int *)table, idx, 2); /* table[i] | table[i + 1] << 16 */
+    const __m256i lo = _mm256_and_si256(pair, _mm256_set1_epi32(0xFFFF)), hi = _mm256_srli_epi32(pair, 16);
+    const __m256i frac = _mm256_and_si256(a, _mm256_set1_epi32((1 << bits) - 1));
+    const __m256i r = _mm256_add_epi32(_mm256_slli_epi32(lo, bits), _mm256_mullo_epi32(frac, _mm256_sub_epi32(hi, lo)));
+    return _mm256_blendv_epi8(r, _mm256_set1_epi32(saturated), past);
+}
+
+/* TFLM's int16 sigmoid of v (8 lanes), Q0.15 in int32 lanes */
+static inline __m256i sigmoid8(const uint16_t *table, __m256i v) {
+    const __m256i r = interp8(table, _mm256_abs_epi32(v), 9, 0x7FFF << 10);
+    const __m256i neg = _mm256_cmpgt_epi32(_mm256_setzero_si256(), v);
+    const __m256i pos_r = _mm256_add_epi32(r, _mm256_set1_epi32(1 << 9));
+    const __m256i neg_r = _mm256_sub_epi32(_mm256_set1_epi32((1 << 25) + (1 << 9) - 1), r);
+    const __m256i y = _mm256_srli_epi32(_mm256_blendv_epi8(pos_r, neg_r, neg), 10);
+    return _mm256_srai_epi32(_mm256_slli_epi32(y, 16), 16); /* as int16 */
+}
+
+/* TFLM's int16 tanh of v (8 lanes) */
+static inline __m256i tanh8(const uint16_t *table, __m256i v) {
+    const __m256i r = interp8(table, _mm256_abs_epi32(v), 8, 0xFFFF << 8);
+    const __m256i neg = _mm256_cmpgt_epi32(_mm256_setzero_si256(), v);
+    const __m256i pos_r = _mm256_add_epi32(r, _mm256_set1_epi32(-(1 << 23) + (1 << 7)));
+    const __m256i neg_r = _mm256_sub_epi32(_mm256_set1_epi32((1 << 23) + (1 << 7) - 1), r);
+    const __m256i y = _mm256_srai_epi32(_mm256_blendv_epi8(pos_r, neg_r, neg), 8);
+    return _mm256_srai_epi32(_mm256_slli_epi32(y, 16), 16);
+}
+
+/* m (1..4) blocks' sums: acc[k] = bias + sum over kp pairs of x . w (blocks kp * 16 int16 apart) */
+__attribute__((always_inline)) static inline void dotsv(__m256i *acc, const int16_t *x, const int16_t *w, int kp,
+                                                       const int32_t *bias, const int m) {
+    for (int k = 0; k < m; k++) acc[k] = _mm256_loadu_si256((const __m256i *)(bias + 8 * k));
+    const int32_t *xp = (const int32_t *)x;
+    for (int j = 0; j < kp; j++) {
+        const __m256i xv = _mm256_set1_epi32(xp[j]);
+        for (int k = 0; k < m; k++)
+            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(xv, _mm256_loadu_si256(
+                                                  (const __m256i *)(w + ((size_t)k * kp + j) * 16))));
+    }
+}
+
+static inline void sumsv(__m256i *acc, const int16_t *x, const int16_t *w, int kp, const int32_t *bias, int m) {
+    switch (m) {
+    case 1: dotsv(acc, x, w, kp, bias, 1); break;
+    case 2: dotsv(acc, x, w, kp, bias, 2); break;
+    case 3: dotsv(acc, x, w, kp, bias, 3); break;
+    default: dotsv(acc, x, w, kp, bias, 4); break;
+    }
+}
+
+/* the gate values of every padded row for input xw and hidden hw */
+static void gate_values(lstm_pack *p, const int16_t *xw, const int16_t *hw, const uint16_t *table, int cell_tanh) {
+    const int per_gate = p->up / 8;
+    for (int b0 = 0; b0 < p->blocks; b0 += 4) {
+        const int m = p->blocks - b0 < 4 ? p->blocks - b0 : 4;
+        __m256i ax[4], ah[4];
+        sumsv(ax, xw, p->w_in + (size_t)b0 * p->kx * 16, p->kx, p->b_in + 8 * b0, m);
+        sumsv(ah, hw, p->w_rec + (size_t)b0 * p->kh * 16, p->kh, p->b_rec + 8 * b0, m);
+        for (int k = 0; k < m; k++) {
+            const int g = (b0 + k) / per_gate;
+            const __m256i from_x = requantv(ax[k], p->rq[g], 0, -32768, 32767);
+            const __m256i from_h = requantv(ah[k], p->rq[GATES + g], 0, -32768, 32767);
+            const __m256i pre = sat16v(_mm256_add_epi32(from_x, from_h));
+            const __m256i v = _mm256_add_epi32(pre, _mm256_add_epi32(pre, pre));
+            __m256i y;
+            if (g != CELL_GATE) y = sigmoid8(table, v);
+            else y = cell_tanh ? tanh8(table, v) : pre;
+            const __m128i y16 = _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+            _mm_storeu_si128((__m128i *)(p->gates + 8 * (b0 + k)), y16);
+        }
+    }
+}
+
+static inline __m256i load16(const int16_t *p) { return _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)p)); }
+
+void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
+    lstm_pack *p = lstm_prepare(args);
+    if (!p) {
+        mn_unidirectional_sequence_lstm_s8_portable(args);
+        return;
+    }
+    int8_t *out = MN_P(int8_t, OUT);
+    const int8_t *in = MN_P(const int8_t, IN);
+    int8_t *hidden_all = MN_P(int8_t, HIDDEN);
+    int16_t *cell_all = MN_P(int16_t, CELL);
+    const uint16_t *table = MN_P(const uint16_t, TABLE);
+    const int batch = MN_I(BATCH), steps = MN_I(STEPS), n_input = MN_I(N_INPUT), units = MN_I(UNITS);
+    const int time_major = MN_I(TIME_MAJOR), cell_tanh = MN_I(CELL_TANH), up = p->up, kh = p->kh;
+    const int32_t clip = MN_I(USE_CLIP) ? MN_I(CLIP) : 32767, hidden_zp = MN_I(HIDDEN_ZP);
+    const __m256i tanh_mul = _mm256_set1_epi32(MN_I(TANH_MUL)), tanh_rnd = _mm256_set1_epi32(MN_I(TANH_RND));
+    const __m128i tanh_shift = _mm_cvtsi32_si128(MN_I(TANH_SHIFT));
+    const __m256i clip_lo = _mm256_set1_epi32(-clip), clip_hi = _mm256_set1_epi32(clip);
+    const int16_t *gf = p->gates + FORGET * up, *gi = p->gates + INPUT_GATE * up;
+    const int16_t *gc = p->gates + CELL_GATE * up, *go = p->gates + OUTPUT_GATE * up;
+
+    for (int b = 0; b < batch; b++) { /* the state into the padded copies */
+        int16_t *hw = p->hw + (size_t)b * 2 * kh, *c = p->cell + (size_t)b * up;
+        for (int u = 0; u < 2 * kh; u++) hw[u] = u < units ? hidden_all[(size_t)b * units + u] : 0;
+        for (int u = 0; u < up; u++) c[u] = u < units ? cell_all[(size_t)b * units + u] : 0;
+    }
+    for (int t = 0; t < steps; t++) {
+        for (int b = 0; b < batch; b++) {
+            const int row = time_major ? t * batch + b : b * steps + t;
+            int16_t *hw = p->hw + (size_t)b * 2 * kh, *c = p->cell + (size_t)b * up;
+            int8_t *o = out + (size_t)row * units;
+            mnh_widen(p->xw, in + (size_t)row * n_input, n_input);
+            gate_values(p, p->xw, hw, table, cell_tanh);
+            for (int u = 0; u < up; u += 8) {
+                const __m256i kept = requantv(_mm256_mullo_epi32(load16(gf + u), load16(c + u)), p->el[0], 0, -32768,
+                                             32767);
+                const __m256i added = requantv(_mm256_mullo_epi32(load16(gi + u), load16(gc + u)), p->el[1], 0,
+                                              -32768, 32767);
+                const __m256i cell = _mm256_min_epi32(_mm256_max_epi32(sat16v(_mm256_add_epi32(kept, added)), clip_lo),
+                                                      clip_hi);
+                const __m128i c16 = _mm_packs_epi32(_mm256_castsi256_si128(cell), _mm256_extracti128_si256(cell, 1));
+                _mm_storeu_si128((__m128i *)(c + u), c16);
+                const __m256i v = _mm256_sra_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cell, tanh_mul), tanh_rnd),
+                                                   tanh_shift);
+                const __m256i h = requantv(_mm256_mullo_epi32(tanh8(table, v), load16(go + u)), p->el[2], hidden_zp,
+                                          -128, 127);
+                const __m128i h16 = _mm_packs_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+                const int n = units - u < 8 ? units - u : 8;
+                if (n == 8) {
+                    _mm_storeu_si128((__m128i *)(hw + u), h16);
+                    _mm_storel_epi64((__m128i *)(o + u), _mm_packs_epi16(h16, h16));
+                } else {
+                    int16_t tmp[8];
+                    _mm_storeu_si128((__m128i *)tmp, h16);
+                    for (int j = 0; j < n; j++) hw[u + j] = tmp[j], o[u + j] = (int8_t)tmp[j];
+                }
+            }
+        }
+    }
+    for (int b = 0; b < batch; b++) { /* the state back */
+        const int16_t *hw = p->hw + (size_t)b * 2 * kh, *c = p->cell + (size_t)b * up;
+        for (int u = 0; u < units; u++)
+            hidden_all[(size_t)b * units + u] = (int8_t)hw[u], cell_all[(size_t)b * units + u] = c[u];
+    }
+}
+#else
+void mn_unidirectional_sequence_lstm_s8(const mn_word *args) { mn_unidirectional_sequence_lstm_s8_portable(args); }
+#endif
