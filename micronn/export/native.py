@@ -40,7 +40,9 @@ HOST_PORTS = lower.include_dir() / "host"
 
 # The batch loop, compiled beside the generated model: n samples of stacked inputs through one model, each input
 # copied into the arena, one invoke, each output copied out. Stops at the first invoke that reports a failure
-# (a non-zero status) and returns how many samples completed; *status holds the failing status.
+# (a non-zero status) and returns how many samples completed; *status holds the failing status. The sizes are the
+# generated header's constants (in_bytes / out_bytes, the same values, are the caller's bookkeeping), so each copy
+# compiles to a few moves; a model whose init does nothing (no variable tensors) skips the call per sample.
 BATCH_C = f"""/* {PREFIX}_batch.c: written by micronn (export/native.py), not part of the firmware. */
 #include <stdint.h>
 #include <string.h>
@@ -48,25 +50,42 @@ BATCH_C = f"""/* {PREFIX}_batch.c: written by micronn (export/native.py), not pa
 
 int32_t {PREFIX}_batch(int32_t n, int32_t reset, const uint8_t *const *in, const size_t *in_bytes,
                        uint8_t *const *out, const size_t *out_bytes, int32_t *status) {{
-    enum {{ NI = {PREFIX.upper()}_NUM_INPUTS, NO = {PREFIX.upper()}_NUM_OUTPUTS }};
-    uint8_t *in_at[NI > 0 ? NI : 1];
-    const uint8_t *out_at[NO > 0 ? NO : 1];
-    for (int i = 0; i < NI; i++) in_at[i] = (uint8_t *){PREFIX}_input(i);
-    for (int j = 0; j < NO; j++) out_at[j] = (const uint8_t *){PREFIX}_output(j);
+    (void)in_bytes, (void)out_bytes;
+@DECLS@
     *status = 0;
     for (int32_t k = 0; k < n; k++) {{
-        if (reset) {{
+        if (reset && !STATELESS) {{
             const int s = {PREFIX}_init();
             if (s != 0) {{ *status = s; return k; }}
         }}
-        for (int i = 0; i < NI; i++) memcpy(in_at[i], in[i] + (size_t)k * in_bytes[i], in_bytes[i]);
+@COPY_IN@
         const int s = {PREFIX}_invoke();
         if (s != 0) {{ *status = s; return k; }}
-        for (int j = 0; j < NO; j++) memcpy(out[j] + (size_t)k * out_bytes[j], out_at[j], out_bytes[j]);
+@COPY_OUT@
     }}
     return n;
 }}
 """
+
+
+def batch_c(n_inputs: int, n_outputs: int, stateless: bool) -> str:
+    """BATCH_C for a model of ``n_inputs`` inputs and ``n_outputs`` outputs (sizes from the generated header);
+    ``stateless``: its init does nothing, so no call per sample."""
+    up = PREFIX.upper()
+    decls = [f"    enum {{ STATELESS = {int(stateless)} }};"]
+    decls += [f"    uint8_t *const in_at{i} = (uint8_t *){PREFIX}_input({i});" for i in range(n_inputs)]
+    decls += [f"    const uint8_t *const out_at{j} = (const uint8_t *){PREFIX}_output({j});" for j in range(n_outputs)]
+    copy_in = [f"        memcpy(in_at{i}, in[{i}] + (size_t)k * {up}_INPUT_{i}_BYTES, {up}_INPUT_{i}_BYTES);"
+               for i in range(n_inputs)]
+    copy_out = [f"        memcpy(out[{j}] + (size_t)k * {up}_OUTPUT_{j}_BYTES, out_at{j}, {up}_OUTPUT_{j}_BYTES);"
+                for j in range(n_outputs)]
+    return (BATCH_C.replace("@DECLS@", "\n".join(decls)).replace("@COPY_IN@", "\n".join(copy_in))
+            .replace("@COPY_OUT@", "\n".join(copy_out)))
+
+
+def _stateless(model_c: str) -> bool:
+    """Whether the generated model's init only returns 0 (no variable tensors to put back)."""
+    return f"int {PREFIX}_init(void) {{\n    return 0;\n}}" in model_c
 
 
 def host_toolchain() -> Toolchain:
@@ -115,6 +134,15 @@ def _library(files: dict[str, str]) -> Path:
     return host_toolchain().shared_object(sorted(src.glob("*.c")), [src], FLAGS)
 
 
+def _address(x: np.ndarray) -> int:
+    """The address of a non-empty array's data: through the buffer protocol where the array is writable (a few
+    times cheaper than ``x.ctypes.data``, which matters for run_chunk's small chunks), else ``x.ctypes.data``."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(x))
+    except (TypeError, ValueError, BufferError):
+        return x.ctypes.data
+
+
 class NativeModel:
     """``NativeModel(model)``: ``set_input``/``invoke``/``get_output`` (or ``run(inputs)``) in native code,
     byte-identical to the interpreter.
@@ -133,7 +161,8 @@ class NativeModel:
         files = {k: v for k, v in self.program.files.items() if k.endswith((".c", ".h"))}
         if host_ports:
             files = with_host_ports(files)
-        files[f"{PREFIX}_batch.c"] = BATCH_C
+        files[f"{PREFIX}_batch.c"] = batch_c(len(self.program.inputs), len(self.program.outputs),
+                                             _stateless(files[f"{PREFIX}.c"]))
         self._load(_library(files))
 
     def clone(self) -> NativeModel:
@@ -158,14 +187,15 @@ class NativeModel:
         self._init, self._invoke = self._lib[f"{PREFIX}_init"], self._lib[f"{PREFIX}_invoke"]
         self._batch = self._lib[f"{PREFIX}_batch"]
         self._batch.restype = ctypes.c_int32
-        self._batch.argtypes = [ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32)]
+        # no argtypes: run_chunk passes two ints (C ints) and ctypes objects (as pointers), which ctypes then
+        # converts without a from_param call per argument (several microseconds a call, with argtypes, here)
         n_in, n_out = len(self.inputs), len(self.outputs)
         self._in_bytes = (ctypes.c_size_t * max(n_in, 1))(*(v.nbytes for v in self.inputs))
         self._out_bytes = (ctypes.c_size_t * max(n_out, 1))(*(v.nbytes for v in self.outputs))
         self._in_ptrs = (ctypes.c_void_p * max(n_in, 1))()
         self._out_ptrs = (ctypes.c_void_p * max(n_out, 1))()
         self._status = ctypes.c_int32(0)
+        self._status_ref = ctypes.byref(self._status)
         self._init()
 
     @staticmethod
@@ -216,13 +246,15 @@ class NativeModel:
         are undefined."""
         n = len(chunk[0]) if chunk else 0
         outs = [np.empty((n, *v.shape), v.dtype) for v in self.outputs]
+        if n == 0:
+            return outs, 0, 0
         for i, x in enumerate(chunk):
-            self._in_ptrs[i] = x.ctypes.data
+            self._in_ptrs[i] = _address(x)
         for j, y in enumerate(outs):
-            self._out_ptrs[j] = y.ctypes.data
+            self._out_ptrs[j] = _address(y)
         done = self._batch(n, 1 if reset else 0, self._in_ptrs, self._in_bytes, self._out_ptrs, self._out_bytes,
-                           ctypes.byref(self._status))
-        return outs, int(done), int(self._status.value)
+                           self._status_ref)
+        return outs, done, self._status.value
 
     def invoke_batch(self, inputs: Any, *, stream: bool = False) -> list[np.ndarray]:
         """One invoke per sample, as ``Interpreter.invoke_batch`` (same inputs, same per-sample state semantics:

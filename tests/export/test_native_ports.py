@@ -190,6 +190,14 @@ FULLY_CONNECTED = [
     {"units": 1, "depth": 1},
     {"units": 33, "depth": 250, "act": 1},
     {"units": 70, "depth": 9, "act": 3, "in_zp": -128, "out_zp": 127},
+    # short rows (the pairs built without widening), one to three blocks (the small path), four and five (wide)
+    {"units": 16, "depth": 1},
+    {"units": 16, "depth": 16, "act": 1},
+    {"units": 3, "depth": 7, "per_channel": True},
+    {"units": 5, "depth": 2, "batches": 2, "in_zp": -128},
+    {"units": 23, "depth": 15, "act": 3},
+    {"units": 32, "depth": 14},
+    {"units": 39, "depth": 17, "per_channel": True, "batches": 2},
 ]
 
 

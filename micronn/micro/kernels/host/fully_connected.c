@@ -13,10 +13,12 @@
 
 #if defined(MNH_AVX2)
 typedef struct {
-    int kp, blocks;
+    int kp, blocks, vec;
     int16_t *w;     /* mnh_pack_rows8 of the units' rows */
     int32_t *bias;  /* bias_full, padded to whole blocks */
     mnh_rq rq;
+    mnh_rq8 *rq8;   /* per block of 8 units: its requantization parameters as vectors (out_zp and bounds are
+                     * constants of the call site too), loaded from here instead of set up per call */
     int16_t *x;     /* one widened input row */
 } fc_pack;
 
@@ -52,9 +54,13 @@ static const fc_pack *fc_prepare(const mn_word *args) {
     p->w = (int16_t *)mnh_alloc((size_t)blocks * kp * 16 * sizeof(int16_t));
     p->bias = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
     p->x = (int16_t *)mnh_alloc((size_t)2 * kp * sizeof(int16_t));
-    if (!p->w || !p->bias || !p->x ||
+    p->rq8 = (mnh_rq8 *)aligned_alloc(32, (size_t)blocks * sizeof(mnh_rq8));
+    if (!p->w || !p->bias || !p->x || !p->rq8 ||
         !mnh_rq_init(&p->rq, MN_P(const int32_t, MULT), MN_P(const int32_t, SHIFT), units, 8))
         return NULL;
+    p->vec = p->rq.vec;
+    for (int b = 0; b < blocks; b++)
+        p->rq8[b] = mnh_rq8_load(&p->rq, 8 * b, MN_I(OUT_ZP), MN_I(ACT_MIN), MN_I(ACT_MAX));
     unpair(rows, args);
     mnh_pack_rows8(p->w, rows, units, depth, (size_t)depth);
     free(rows);
@@ -63,47 +69,93 @@ static const fc_pack *fc_prepare(const mn_word *args) {
     return p;
 }
 
+/* out[0..n) (n <= 8) = block bl's sums acc requantized. */
+__attribute__((always_inline)) static inline void fc_store(int8_t *out, int n, __m256i acc, const fc_pack *p, int bl,
+                                                           const mn_word *args) {
+    if (!p->vec) {
+        mnh_store8(out, n, acc, &p->rq, 8 * bl, MN_I(OUT_ZP), MN_I(ACT_MIN), MN_I(ACT_MAX));
+        return;
+    }
+    const __m128i b = mnh_bytes8(mnh_requant8r(acc, &p->rq8[bl]));
+    if (n >= 8) {
+        _mm_storel_epi64((__m128i *)out, b);
+        return;
+    }
+    uint64_t v = (uint64_t)_mm_cvtsi128_si64(b); /* the n low bytes, 4, 2, 1 at a time */
+    if (n & 4) { const uint32_t u = (uint32_t)v; memcpy(out, &u, 4); out += 4, v >>= 32; }
+    if (n & 2) { const uint16_t u = (uint16_t)v; memcpy(out, &u, 2); out += 2, v >>= 16; }
+    if (n & 1) *out = (int8_t)v;
+}
+
+/* Block bl's sums over the widened row x (kp pairs), requantized into o. */
+__attribute__((always_inline)) static inline void fc_block(int8_t *o, const int32_t *x, const fc_pack *p, int bl,
+                                                           int units, const mn_word *args) {
+    const int kp = p->kp;
+    const int16_t *w0 = p->w + (size_t)bl * kp * 16;
+    __m256i a0 = _mm256_loadu_si256((const __m256i *)(p->bias + bl * 8)), a1 = _mm256_setzero_si256();
+    int j = 0; /* two chains of sums (wrapping int32: any order gives the same sums), half the latency */
+    for (; j + 2 <= kp; j += 2) {
+        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_set1_epi32(x[j]),
+                                                     _mm256_loadu_si256((const __m256i *)(w0 + 16 * j))));
+        a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_set1_epi32(x[j + 1]),
+                                                     _mm256_loadu_si256((const __m256i *)(w0 + 16 * j + 16))));
+    }
+    if (j < kp)
+        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_set1_epi32(x[j]),
+                                                     _mm256_loadu_si256((const __m256i *)(w0 + 16 * j))));
+    fc_store(o + bl * 8, units - bl * 8, _mm256_add_epi32(a0, a1), p, bl, args);
+}
+
+/* One row's units, four blocks (32 units) at a time while there are four. */
+__attribute__((noinline)) static void fc_row_wide(int8_t *o, const int32_t *x, const fc_pack *p, int units,
+                                                  const mn_word *args) {
+    const int kp = p->kp, blocks = p->blocks;
+    const size_t bstep = (size_t)kp * 16;
+    int bl = 0;
+    for (; bl + 4 <= blocks; bl += 4) {
+        const int16_t *w0 = p->w + bl * bstep, *w1 = w0 + bstep, *w2 = w1 + bstep, *w3 = w2 + bstep;
+        const int32_t *bias = p->bias + bl * 8;
+        __m256i a0 = _mm256_loadu_si256((const __m256i *)bias), a1 = _mm256_loadu_si256((const __m256i *)(bias + 8));
+        __m256i a2 = _mm256_loadu_si256((const __m256i *)(bias + 16));
+        __m256i a3 = _mm256_loadu_si256((const __m256i *)(bias + 24));
+        for (int j = 0; j < kp; j++) {
+            const __m256i v = _mm256_set1_epi32(x[j]);
+            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w0 + 16 * j))));
+            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w1 + 16 * j))));
+            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w2 + 16 * j))));
+            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w3 + 16 * j))));
+        }
+        const int c = bl * 8;
+        fc_store(o + c, units - c, a0, p, bl, args);
+        fc_store(o + c + 8, units - c - 8, a1, p, bl + 1, args);
+        fc_store(o + c + 16, units - c - 16, a2, p, bl + 2, args);
+        fc_store(o + c + 24, units - c - 24, a3, p, bl + 3, args);
+    }
+    for (; bl < blocks; bl++) fc_block(o, x, p, bl, units, args);
+}
+
 void mn_fully_connected_s8(const mn_word *args) {
     const fc_pack *p = fc_prepare(args);
     if (!p) { mn_fully_connected_s8_portable(args); return; }
     int8_t *out = MN_P(int8_t, OUT);
     const int8_t *in = MN_P(const int8_t, IN);
     const int batches = MN_I(BATCHES), depth = MN_I(DEPTH), units = MN_I(UNITS);
-    const int32_t out_zp = MN_I(OUT_ZP), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
-    const int kp = p->kp, blocks = p->blocks;
-    const size_t bstep = (size_t)kp * 16;
-    const int32_t *x = (const int32_t *)p->x;
+    int32_t *x = (int32_t *)p->x;
 
     for (int b = 0; b < batches; b++) {
-        mnh_widen(p->x, in + (size_t)b * depth, depth);
-        int8_t *o = out + (size_t)b * units;
-        int bl = 0;
-        for (; bl + 4 <= blocks; bl += 4) {
-            const int16_t *w0 = p->w + bl * bstep, *w1 = w0 + bstep, *w2 = w1 + bstep, *w3 = w2 + bstep;
-            const int32_t *bias = p->bias + bl * 8;
-            __m256i a0 = _mm256_loadu_si256((const __m256i *)bias), a1 = _mm256_loadu_si256((const __m256i *)(bias + 8));
-            __m256i a2 = _mm256_loadu_si256((const __m256i *)(bias + 16));
-            __m256i a3 = _mm256_loadu_si256((const __m256i *)(bias + 24));
-            for (int j = 0; j < kp; j++) {
-                const __m256i v = _mm256_set1_epi32(x[j]);
-                a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w0 + 16 * j))));
-                a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w1 + 16 * j))));
-                a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w2 + 16 * j))));
-                a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w3 + 16 * j))));
-            }
-            const int c = bl * 8;
-            mnh_store8(o + c, mn_min(8, units - c), a0, &p->rq, c, out_zp, lo, hi);
-            mnh_store8(o + c + 8, mn_min(8, units - c - 8), a1, &p->rq, c + 8, out_zp, lo, hi);
-            mnh_store8(o + c + 16, mn_min(8, units - c - 16), a2, &p->rq, c + 16, out_zp, lo, hi);
-            mnh_store8(o + c + 24, mn_min(8, units - c - 24), a3, &p->rq, c + 24, out_zp, lo, hi);
+        const int8_t *row = in + (size_t)b * depth;
+        if (depth >= 16) {
+            mnh_widen(p->x, row, depth);
+        } else { /* a short row as whole int16 pairs (no narrower stores under the pairs' loads) */
+            for (int j = 0; j < depth / 2; j++)
+                x[j] = (int32_t)(uint16_t)(int16_t)row[2 * j] | (int32_t)((uint32_t)(int32_t)row[2 * j + 1] << 16);
+            if (depth & 1) x[depth / 2] = (int32_t)(uint16_t)(int16_t)row[depth - 1];
         }
-        for (; bl < blocks; bl++) {
-            const int16_t *w0 = p->w + bl * bstep;
-            __m256i a0 = _mm256_loadu_si256((const __m256i *)(p->bias + bl * 8));
-            for (int j = 0; j < kp; j++)
-                a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_set1_epi32(x[j]),
-                                                             _mm256_loadu_si256((const __m256i *)(w0 + 16 * j))));
-            mnh_store8(o + bl * 8, mn_min(8, units - bl * 8), a0, &p->rq, bl * 8, out_zp, lo, hi);
+        int8_t *o = out + (size_t)b * units;
+        if (p->blocks >= 4) {
+            fc_row_wide(o, x, p, units, args);
+        } else {
+            for (int bl = 0; bl < p->blocks; bl++) fc_block(o, x, p, bl, units, args);
         }
     }
 }
