@@ -113,7 +113,167 @@ static inline void gemm8(const int16_t *rows, int kp, const int16_t *w0, const i
     acc[0][0] = a0, acc[1][0] = a1, acc[2][0] = a2, acc[3][0] = a3;
 }
 
+/* ---- the direct path (ungrouped): windows read in place from a widened, zero-point-padded image ----------------
+ * Per image, the input is widened once to int16 inside a border of the input zero point (the scratch buffer below,
+ * shared by every call site), so a window is `segs` runs of `len` int16 at fixed offsets from its first tap: one
+ * run per filter row (fw * in_c values) when the taps of a row are adjacent, else one per tap. Each run is summed
+ * in int16 pairs; a run of odd length reads one value past its end, which its packed weight (0) cancels. The sums
+ * are register blocks of MR pixels x 8 or 16 channels, the pixels' pairs broadcast straight from the image. */
+typedef struct {
+    int segs, len, lp, hp, wp;   /* runs per window, their length and pairs; the padded image's height, width */
+    int *off;                    /* each run's offset (int16) from the window's first tap */
+    int16_t *w;                  /* per 8-channel block: segs * lp pairs x 8 channels (16 int16) */
+    int32_t *bias;               /* bias_full, padded to whole blocks */
+    mnh_rq rq;
+} direct_pack;
+
+static int16_t *direct_scratch;
+static size_t direct_cap;
+
+enum { DIRECT_MAX_IMAGE = 1 << 23 }; /* int16 values of the padded image (16 MiB); beyond, the im2col path */
+
+static const direct_pack *direct_prepare(const mn_word *args) {
+    mnh_slot *slot;
+    direct_pack *p = (direct_pack *)mnh_lookup(args, &slot);
+    if (p) return p;
+    const int in_c = MN_I(IN_C), out_c = MN_I(OUT_C), fh = MN_I(F_H), fw = MN_I(F_W), dh = MN_I(D_H), dw = MN_I(D_W);
+    const int in_h = MN_I(IN_H), in_w = MN_I(IN_W), k = fh * fw * in_c, blocks = mnh_blocks8(out_c);
+    p = (direct_pack *)mnh_alloc(sizeof(direct_pack));
+    if (!p) return NULL;
+    p->hp = mn_max(in_h + MN_I(PAD_T), (MN_I(OUT_H) - 1) * MN_I(S_H) + (fh - 1) * dh + 1);
+    p->wp = mn_max(in_w + MN_I(PAD_L), (MN_I(OUT_W) - 1) * MN_I(S_W) + (fw - 1) * dw + 1);
+    p->segs = dw == 1 ? fh : fh * fw, p->len = dw == 1 ? fw * in_c : in_c, p->lp = (p->len + 1) / 2;
+    const int segs = p->segs, len = p->len, lp = p->lp;
+    p->off = (int *)mnh_alloc((size_t)segs * sizeof(int));
+    p->w = (int16_t *)mnh_alloc((size_t)blocks * segs * lp * 16 * sizeof(int16_t));
+    p->bias = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
+    int32_t *shift = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
+    int32_t *mult = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
+    if (!p->off || !p->w || !p->bias || !shift || !mult) return NULL;
+    for (int s = 0; s < segs; s++) {
+        const int fy = dw == 1 ? s : s / fw, fx = dw == 1 ? 0 : s % fw;
+        p->off[s] = (fy * dh * p->wp + fx * dw) * in_c;
+    }
+    const int8_t *filter = MN_P(const int8_t, FILTER);
+    for (int r = 0; r < out_c; r++) {
+        int16_t *d = p->w + (size_t)(r / 8) * segs * lp * 16 + 2 * (r % 8);
+        for (int s = 0; s < segs; s++)
+            for (int e = 0; e < len; e++) d[((size_t)s * lp + e / 2) * 16 + (e & 1)] = filter[(size_t)r * k + s * len + e];
+        p->bias[r] = MN_P(const int32_t, BIAS_FULL)[r];
+        mult[r] = MN_P(const int32_t, MULT)[r], shift[r] = MN_P(const int8_t, SHIFT)[r];
+    }
+    if (!mnh_rq_init(&p->rq, mult, shift, blocks * 8, 8)) return NULL;
+    free(mult), free(shift);
+    mnh_keep(slot, args, p);
+    return p;
+}
+
+/* MR pixels (windows at x[0..MR)) x NV 8-channel blocks (weights w, blocks segs * lp * 16 int16 apart). */
+#define DIRECT_KERNEL(NAME, MR, NV)                                                                                \
+    static void NAME(const int16_t *const *x, const direct_pack *p, const int16_t *w, const int32_t *bias,          \
+                     __m256i *acc) {                                                                                \
+        __m256i a[MR][NV];                                                                                          \
+        const size_t wstep = (size_t)p->segs * p->lp * 16;                                                          \
+        for (int v = 0; v < NV; v++) {                                                                              \
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(bias + 8 * v));                                  \
+            for (int i = 0; i < MR; i++) a[i][v] = b;                                                               \
+        }                                                                                                           \
+        for (int s = 0; s < p->segs; s++) {                                                                         \
+            const int32_t *r[MR];                                                                                   \
+            for (int i = 0; i < MR; i++) r[i] = (const int32_t *)(x[i] + p->off[s]);                                \
+            const int16_t *ws = w + (size_t)s * p->lp * 16;                                                         \
+            for (int j = 0; j < p->lp; j++) {                                                                       \
+                __m256i wv[NV];                                                                                     \
+                for (int v = 0; v < NV; v++) wv[v] = _mm256_loadu_si256((const __m256i *)(ws + v * wstep + 16 * j)); \
+                for (int i = 0; i < MR; i++) {                                                                      \
+                    int32_t pair;                                                                                   \
+                    memcpy(&pair, r[i] + j, 4);                                                                     \
+                    const __m256i xv = _mm256_set1_epi32(pair);                                                     \
+                    for (int v = 0; v < NV; v++) a[i][v] = _mm256_add_epi32(a[i][v], _mm256_madd_epi16(xv, wv[v])); \
+                }                                                                                                   \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (int i = 0; i < MR; i++)                                                                                \
+            for (int v = 0; v < NV; v++) acc[i * NV + v] = a[i][v];                                                 \
+    }
+enum { MR16 = 6, MR8 = 12 };
+DIRECT_KERNEL(direct16, MR16, 2)
+DIRECT_KERNEL(direct8, MR8, 1)
+
+/* The scratch holds at least `need` int16; 0 when out of memory. */
+static int direct_reserve(size_t need) {
+    if (need <= direct_cap) return 1;
+    int16_t *b = (int16_t *)realloc(direct_scratch, need * sizeof(int16_t));
+    if (!b) return 0;
+    direct_scratch = b, direct_cap = need;
+    return 1;
+}
+
+/* One image widened into the scratch (direct_reserve'd) inside its zero-point border. */
+static int16_t *direct_image(const direct_pack *p, const int8_t *image, int in_h, int in_w, int in_c, int pad_t,
+                             int pad_l, int16_t zp) {
+    const size_t row = (size_t)p->wp * in_c;
+    int16_t *x = direct_scratch;
+    const int rows = mn_min(in_h, p->hp - pad_t), cols = mn_min(in_w, p->wp - pad_l);
+    mnh_fill16(x, zp, (int)(pad_t * row));
+    for (int y = 0; y < rows; y++) {
+        int16_t *d = x + (size_t)(pad_t + y) * row;
+        mnh_fill16(d, zp, pad_l * in_c);
+        mnh_widen(d + (size_t)pad_l * in_c, image + (size_t)y * in_w * in_c, cols * in_c);
+        mnh_fill16(d + (size_t)(pad_l + cols) * in_c, zp, (p->wp - pad_l - cols) * in_c);
+    }
+    mnh_fill16(x + (size_t)(pad_t + rows) * row, zp, (int)((p->hp - pad_t - rows) * row + 32));
+    return x;
+}
+
+static int conv_direct(const mn_word *args) {
+    const int hp = mn_max(MN_I(IN_H) + MN_I(PAD_T), (MN_I(OUT_H) - 1) * MN_I(S_H) + (MN_I(F_H) - 1) * MN_I(D_H) + 1);
+    const int wp = mn_max(MN_I(IN_W) + MN_I(PAD_L), (MN_I(OUT_W) - 1) * MN_I(S_W) + (MN_I(F_W) - 1) * MN_I(D_W) + 1);
+    const size_t need = (size_t)hp * wp * MN_I(IN_C) + 32;
+    if (need > DIRECT_MAX_IMAGE || !direct_reserve(need)) return 0;
+    const direct_pack *p = direct_prepare(args);
+    if (!p || !p->rq.vec) return 0;
+    int8_t *out = MN_P(int8_t, OUT);
+    const int8_t *in = MN_P(const int8_t, IN);
+    const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), in_c = MN_I(IN_C);
+    const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), out_c = MN_I(OUT_C), sh = MN_I(S_H), sw = MN_I(S_W);
+    const int32_t out_zp = MN_I(OUT_ZP), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
+    const int blocks = mnh_blocks8(out_c), total = out_h * out_w, wide = blocks >= 2;
+    const int mr = wide ? MR16 : MR8;
+    const size_t wstep = (size_t)p->segs * p->lp * 16;
+    __m256i acc[MR8];
+    for (int b = 0; b < n; b++) {
+        const int16_t *x = direct_image(p, in + (size_t)b * in_h * in_w * in_c, in_h, in_w, in_c, MN_I(PAD_T),
+                                        MN_I(PAD_L), (int16_t)-MN_I(IN_OFF));
+        int8_t *ob = out + (size_t)b * total * out_c;
+        const int16_t *px[MR8];
+        for (int p0 = 0; p0 < total; p0 += mr) {
+            const int m = mn_min(mr, total - p0);
+            for (int i = 0; i < MR8; i++) { /* past m: the last pixel again (computed, not stored) */
+                const int q = p0 + mn_min(i, m - 1), oy = q / out_w, ox = q % out_w;
+                px[i] = x + ((size_t)oy * sh * p->wp + (size_t)ox * sw) * in_c;
+            }
+            int8_t *o = ob + (size_t)p0 * out_c;
+            int bl = 0;
+            for (; wide && bl + 2 <= blocks; bl += 2) {
+                direct16(px, p, p->w + bl * wstep, p->bias + bl * 8, acc);
+                mnh_store8xm(o + bl * 8, (size_t)out_c, m, mn_min(8, out_c - bl * 8), acc, 2, &p->rq, bl * 8, out_zp,
+                             lo, hi);
+                mnh_store8xm(o + bl * 8 + 8, (size_t)out_c, m, mn_min(8, out_c - bl * 8 - 8), acc + 1, 2, &p->rq,
+                             bl * 8 + 8, out_zp, lo, hi);
+            }
+            for (; bl < blocks; bl++) {
+                direct8(px, p, p->w + bl * wstep, p->bias + bl * 8, acc);
+                mnh_store8xm(o + bl * 8, (size_t)out_c, m, mn_min(8, out_c - bl * 8), acc, 1, &p->rq, bl * 8, out_zp,
+                             lo, hi);
+            }
+        }
+    }
+    return 1;
+}
+
 void mn_conv_2d_s8(const mn_word *args) {
+    if (MN_I(IN_C) == MN_I(F_C) && conv_direct(args)) return;
     const int in_c = MN_I(IN_C), fc = MN_I(F_C), groups = in_c / fc;
     /* a streamed output (stage) is stored pixel by pixel after its windows: groups would store between them */
     const conv_pack *p = MN_I(STAGE) && groups > 1 ? NULL : conv_prepare(args);

@@ -217,5 +217,66 @@ static inline void mnh_store8(int8_t *out, int n, __m256i acc, const mnh_rq *q, 
     for (int i = 0; i < n; i++) out[i] = mn_requant_s8(a[i], q->mult[c + i], q->shift[c + i], zp, lo, hi);
 }
 
+
+/* ---- requantization in fewer operations, where the sums are bounded --------------------------------------------
+ * For |acc << left| < 2^28 and right shifts e <= 20 (checked per call site by mnh_fq_init), mn_requant_s8's
+ * result is, with h = floor(((acc << left) * mult + 2^30) / 2^31) (TFLM's doubling high multiply, whose nudge for a
+ * negative product gives the same value), y = floor((h + half - [h < 0 and e > 0] + zp * 2^e) / 2^e) clamped to
+ * [lo, hi], half = 2^(e-1) (0 when e = 0): TFLM's rounding division rounds half away from zero, which is rounding
+ * half up less one unit before the division for negative h, and zp * 2^e added before a floor division by 2^e
+ * adds zp after it. Every int32 sum stays below 2^28 + 2^19 + 2^27 in magnitude: nothing wraps. */
+typedef struct {
+    int32_t *mult, *mult_odd, *left, *right, *add, *neg; /* neg: -1 where e > 0, else 0 */
+    int any_left, any_e0, ok;
+} mnh_fq;
+
+/* fq arrays for n channels (padded to whole vectors of `round`); ok = 0 where the fast form does not hold for
+ * sums bounded by bound[c] in magnitude (bound as int64), or for out of range parameters. */
+static inline int mnh_fq_init(mnh_fq *q, const int32_t *mult, const int32_t *shift, const int64_t *bound, int32_t zp,
+                              int n, int round) {
+    const int m = (n + round - 1) / round * round;
+    int32_t *buf = (int32_t *)mnh_alloc((size_t)6 * m * sizeof(int32_t));
+    if (!buf) return 0;
+    q->mult = buf, q->mult_odd = buf + m, q->left = buf + 2 * m, q->right = buf + 3 * m, q->add = buf + 4 * m;
+    q->neg = buf + 5 * m, q->any_left = 0, q->any_e0 = 0, q->ok = zp >= -128 && zp <= 127;
+    for (int i = 0; i < n; i++) {
+        const int left = shift[i] > 0 ? shift[i] : 0, e = shift[i] < 0 ? -shift[i] : 0;
+        if (mult[i] < 0 || left > 31 || e > 20 || bound[i] >= ((int64_t)1 << 28) >> left) { q->ok = 0; continue; }
+        q->mult[i] = mult[i], q->left[i] = left, q->right[i] = e;
+        q->add[i] = (e ? 1 << (e - 1) : 0) + zp * (1 << e), q->neg[i] = e ? -1 : 0;
+        q->any_left |= left > 0, q->any_e0 |= e == 0;
+    }
+    for (int i = 0; i < m; i++) q->mult_odd[i] = i % 2 == 0 && i + 1 < n ? q->mult[i + 1] : 0;
+    for (int i = n; i < m; i++) q->add[i] = zp; /* padding lanes: 0 * anything, + zp */
+    return 1;
+}
+
+typedef struct { __m256i mult, mult_odd, left, right, add, neg, lo, hi; } mnh_fq8;
+
+static inline mnh_fq8 mnh_fq8_load(const mnh_fq *q, int c, int32_t lo, int32_t hi) {
+    mnh_fq8 r;
+    r.mult = _mm256_loadu_si256((const __m256i *)(q->mult + c));
+    r.mult_odd = _mm256_loadu_si256((const __m256i *)(q->mult_odd + c));
+    r.left = _mm256_loadu_si256((const __m256i *)(q->left + c));
+    r.right = _mm256_loadu_si256((const __m256i *)(q->right + c));
+    r.add = _mm256_loadu_si256((const __m256i *)(q->add + c));
+    r.neg = _mm256_loadu_si256((const __m256i *)(q->neg + c));
+    r.lo = _mm256_set1_epi32(lo), r.hi = _mm256_set1_epi32(hi);
+    return r;
+}
+
+/* Eight sums requantized (with zp, clamped): mn_requant_s8's values under mnh_fq's conditions. LEFT / E0: some
+ * channel of the call has a left shift / no right shift (compile-time constants at the call, 0 skips the work). */
+__attribute__((always_inline)) static inline __m256i mnh_fq8_apply(__m256i acc, const mnh_fq8 *r, int left, int e0) {
+    const __m256i x = left ? _mm256_sllv_epi32(acc, r->left) : acc, nudge = _mm256_set1_epi64x((int64_t)1 << 30);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, r->mult), nudge);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), r->mult_odd), nudge);
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    __m256i s = _mm256_srai_epi32(h, 31);
+    if (e0) s = _mm256_and_si256(s, r->neg);
+    const __m256i y = _mm256_srav_epi32(_mm256_add_epi32(_mm256_add_epi32(h, r->add), s), r->right);
+    return _mm256_min_epi32(_mm256_max_epi32(y, r->lo), r->hi);
+}
+
 #endif /* AVX2 */
 #endif /* MN_HOST_H */
