@@ -2,8 +2,9 @@
  * words.
  *
  * The paired weight rows of the arguments (lower.paired_rows, with their corrections) are decoded once per call
- * site back to int8 rows and repacked as int16 pairs, 8 units per vector (mn_host.h); per batch row the input is
- * widened once and each pair of inputs, broadcast, feeds 32 units' sums with four madds. The sums start from
+ * site back to int8 rows and repacked as pairs, 8 units per vector (mn_host.h's order, kept int8 and widened to
+ * int16 as loaded); per batch row the input is widened once and each pair of inputs, broadcast, feeds 32 units'
+ * sums with four madds. The sums start from
  * `bias_full` (the input zero point folded in), as the portable kernel's do.
  */
 #define mn_fully_connected_s8 mn_fully_connected_s8_portable
@@ -14,7 +15,8 @@
 #if defined(MNH_AVX2)
 typedef struct {
     int kp, blocks, vec;
-    int16_t *w;     /* mnh_pack_rows8 of the units' rows */
+    int8_t *w;      /* the units' rows in mnh_pack_rows8's order but kept int8 (widened as loaded: half the bytes
+                     * to stream, so a model's weights stay in L2 longer) */
     int32_t *bias;  /* bias_full, padded to whole blocks */
     mnh_rq rq;
     mnh_rq8 *rq8;   /* per block of 8 units: its requantization parameters as vectors (out_zp and bounds are
@@ -42,6 +44,18 @@ static void unpair(int8_t *rows, const mn_word *args) {
         rows[(size_t)fix[0] * depth + fix[1]] -= 1; /* a -128 stored as -127 */
 }
 
+/* mnh_pack_rows8's layout as int8: per block of 8 rows and pair of inputs j, (w[r][2j], w[r][2j + 1]) for its 8
+ * rows r (rows and inputs past the end 0). */
+static void pack_rows8_s8(int8_t *dst, const int8_t *w, int rows, int k) {
+    const int kp = mnh_pairs(k);
+    for (int row = 0; row < rows; row++)
+        for (int i = 0; i < k; i++)
+            dst[((size_t)(row / 8) * kp + i / 2) * 16 + 2 * (row % 8) + (i & 1)] = w[(size_t)row * k + i];
+}
+
+/* 16 packed int8 weights widened to the 16 int16 of one madd */
+static inline __m256i fc_w16(const int8_t *w) { return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w)); }
+
 static const fc_pack *fc_prepare(const mn_word *args) {
     mnh_slot *slot;
     fc_pack *p = (fc_pack *)mnh_lookup(args, &slot);
@@ -51,7 +65,7 @@ static const fc_pack *fc_prepare(const mn_word *args) {
     int8_t *rows = (int8_t *)mnh_alloc((size_t)units * depth);
     if (!p || !rows) return NULL;
     p->kp = kp, p->blocks = blocks;
-    p->w = (int16_t *)mnh_alloc((size_t)blocks * kp * 16 * sizeof(int16_t));
+    p->w = (int8_t *)mnh_alloc((size_t)blocks * kp * 16);
     p->bias = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
     p->x = (int16_t *)mnh_alloc((size_t)2 * kp * sizeof(int16_t));
     p->rq8 = (mnh_rq8 *)aligned_alloc(32, (size_t)blocks * sizeof(mnh_rq8));
@@ -62,7 +76,7 @@ static const fc_pack *fc_prepare(const mn_word *args) {
     for (int b = 0; b < blocks; b++)
         p->rq8[b] = mnh_rq8_load(&p->rq, 8 * b, MN_I(OUT_ZP), MN_I(ACT_MIN), MN_I(ACT_MAX));
     unpair(rows, args);
-    mnh_pack_rows8(p->w, rows, units, depth, (size_t)depth);
+    pack_rows8_s8(p->w, rows, units, depth);
     free(rows);
     memcpy(p->bias, MN_P(const int32_t, BIAS_FULL), (size_t)units * sizeof(int32_t));
     mnh_keep(slot, args, p);
@@ -91,18 +105,14 @@ __attribute__((always_inline)) static inline void fc_store(int8_t *out, int n, _
 __attribute__((always_inline)) static inline void fc_block(int8_t *o, const int32_t *x, const fc_pack *p, int bl,
                                                            int units, const mn_word *args) {
     const int kp = p->kp;
-    const int16_t *w0 = p->w + (size_t)bl * kp * 16;
+    const int8_t *w0 = p->w + (size_t)bl * kp * 16;
     __m256i a0 = _mm256_loadu_si256((const __m256i *)(p->bias + bl * 8)), a1 = _mm256_setzero_si256();
     int j = 0; /* two chains of sums (wrapping int32: any order gives the same sums), half the latency */
     for (; j + 2 <= kp; j += 2) {
-        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_set1_epi32(x[j]),
-                                                     _mm256_loadu_si256((const __m256i *)(w0 + 16 * j))));
-        a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_set1_epi32(x[j + 1]),
-                                                     _mm256_loadu_si256((const __m256i *)(w0 + 16 * j + 16))));
+        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_set1_epi32(x[j]), fc_w16(w0 + 16 * j)));
+        a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_set1_epi32(x[j + 1]), fc_w16(w0 + 16 * j + 16)));
     }
-    if (j < kp)
-        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_set1_epi32(x[j]),
-                                                     _mm256_loadu_si256((const __m256i *)(w0 + 16 * j))));
+    if (j < kp) a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_set1_epi32(x[j]), fc_w16(w0 + 16 * j)));
     fc_store(o + bl * 8, units - bl * 8, _mm256_add_epi32(a0, a1), p, bl, args);
 }
 
@@ -113,17 +123,17 @@ __attribute__((noinline)) static void fc_row_wide(int8_t *o, const int32_t *x, c
     const size_t bstep = (size_t)kp * 16;
     int bl = 0;
     for (; bl + 4 <= blocks; bl += 4) {
-        const int16_t *w0 = p->w + bl * bstep, *w1 = w0 + bstep, *w2 = w1 + bstep, *w3 = w2 + bstep;
+        const int8_t *w0 = p->w + bl * bstep, *w1 = w0 + bstep, *w2 = w1 + bstep, *w3 = w2 + bstep;
         const int32_t *bias = p->bias + bl * 8;
         __m256i a0 = _mm256_loadu_si256((const __m256i *)bias), a1 = _mm256_loadu_si256((const __m256i *)(bias + 8));
         __m256i a2 = _mm256_loadu_si256((const __m256i *)(bias + 16));
         __m256i a3 = _mm256_loadu_si256((const __m256i *)(bias + 24));
         for (int j = 0; j < kp; j++) {
             const __m256i v = _mm256_set1_epi32(x[j]);
-            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w0 + 16 * j))));
-            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w1 + 16 * j))));
-            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w2 + 16 * j))));
-            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(v, _mm256_loadu_si256((const __m256i *)(w3 + 16 * j))));
+            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(v, fc_w16(w0 + 16 * j)));
+            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(v, fc_w16(w1 + 16 * j)));
+            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(v, fc_w16(w2 + 16 * j)));
+            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(v, fc_w16(w3 + 16 * j)));
         }
         const int c = bl * 8;
         fc_store(o + c, units - c, a0, p, bl, args);
