@@ -1,6 +1,7 @@
-"""The host ports of QUANTIZE (every integer pair TFLM has) and CONCATENATION give the portable kernels', the
-interpreter's and the TFLM wheel's bytes: odd element counts (vector groups and their scalar tails), zero points
-at the types' edges, scales that shift left and right, saturation, every axis and row widths 1 to 70 bytes."""
+"""The host ports of QUANTIZE (every integer pair TFLM has), CONCATENATION and CAST give the portable kernels',
+the interpreter's and the TFLM wheel's bytes: odd element counts (vector groups and their scalar tails), zero
+points at the types' edges, scales that shift left and right, saturation, every axis and row widths 1 to 70 bytes,
+every integer cast pair and casts laid over their inputs."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import pytest
 from test_native_ports import _id, _inputs
 
 from micronn import Interpreter
+from micronn.errors import PrepareError, UnsupportedError
 from micronn.export import NativeModel
 from micronn.models import bundled_model
-from micronn.testing import T, _Tflm, op_model
+from micronn.testing import Graph, Op, T, _Tflm, graph_model, op_model
 from micronn.tflite import schema
 
 SAMPLES = 3
@@ -97,3 +99,32 @@ CONCATENATION = [
 @pytest.mark.parametrize("case", CONCATENATION, ids=_id)
 def test_concatenation(case: dict) -> None:
     assert_all_same(concat(case["shapes"], case["axis"], case.get("dtype", "int8")))
+
+
+CAST_TYPES = ["int8", "uint8", "int16", "int32", "uint32"]
+
+
+@pytest.mark.parametrize("dst", [*CAST_TYPES, "bool"])
+@pytest.mark.parametrize("src", CAST_TYPES)
+def test_cast(src: str, dst: str) -> None:
+    """CAST between integer types (and to bool), one loop per pair or a memmove for the same type."""
+    data = op_model("CAST", [T((2, 37), src)], [T((2, 37), dst)])
+    try:
+        Interpreter(data).allocate_tensors()
+    except (UnsupportedError, PrepareError):  # TFLM has no such cast
+        pytest.skip(f"no CAST {src} -> {dst}")
+    assert_all_same(data, seed=len(src) + len(dst), wheel=src != "uint8" and dst != "uint8")
+
+
+def test_cast_chain_over_its_input() -> None:
+    """Casts that widen and narrow one after another (outputs the planner may lay over their inputs, shifted),
+    and audio_preprocessor's casts."""
+    names = ["x", "a", "b", "c", "d"]
+    types = ["int8", "int32", "int16", "int32", "int8"]
+    tensors = {n: T((3, 41), t) for n, t in zip(names, types)}
+    ops = [Op("CAST", [names[k]], [names[k + 1]]) for k in range(4)]
+    assert_all_same(graph_model(Graph(tensors, ops, ["x"], ["d"])))
+    model = bundled_model("audio_preprocessor_int8")
+    ported, portable = NativeModel(model), NativeModel(model, host_ports=False)
+    xs = _inputs(model, 3, 2)
+    assert [g.tobytes() for g in ported.run_chunk(xs)[0]] == [b.tobytes() for b in portable.run_chunk(xs)[0]]
