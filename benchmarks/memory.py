@@ -9,7 +9,10 @@ into the convolution they feed; ``all`` is micronn's default (fold, alias, in-pl
 ``patched_total`` is micronn's head + tail after patch-based execution (``micronn.patch.search``, at most 20 %
 more MACs; the unpatched total where no patching helps; the tail keeps one copy of the per-channel arrays the
 stripes repeat; one or more patched stages, ``patched_split`` lists them) and ``extra_macs`` the MACs it adds, in
-percent. ``patched_x`` is TFLM's total over it and
+percent. ``patched_x`` is TFLM's total over it. ``rom_total`` is the same patched model's head + tail when its
+per-channel multipliers and shifts stay in flash beside the weights (``Sharing(rom=True)``), which is where
+micronn's firmware export keeps them (TFLM computes them into its arena in prepare), and ``rom_x`` TFLM's total over
+it; ``tests/patch/test_patch_models.py`` checks that figure against the firmware's measured RAM. And
 ``peak_x`` TFLM's head over the patched head (the peak activation memory MCUNetV2 compares), beside
 ``mcunetv2_peak_x``, the paper's own ratio for its model family where it reports one (a printed reference only).
 ``combined_total`` is every technique together, as ``micronn optimize --patches auto`` writes it (patching, then
@@ -80,6 +83,11 @@ def measure(path: Path) -> dict:
     row["extra_macs"] = 100 * b.extra_macs / found.macs if found.macs else 0.0
     row["patched_x"] = row["tflm_total"] / b.total if b.total else 0.0
     row["peak_x"] = row["tflm_head"] / b.head if b.head else 0.0
+    # the firmware export keeps per-channel multipliers and shifts with the weights in flash (Sharing.rom)
+    on_device = Interpreter(found.model, sharing=Sharing(rom=True))
+    on_device.allocate_tensors()
+    row["rom_total"], row["rom_bytes"] = on_device.head + on_device.tail, on_device.rom_bytes
+    row["rom_x"] = row["tflm_total"] / row["rom_total"] if row["rom_total"] else 0.0
     row["mcunetv2_peak_x"] = next((x for k, x in MCUNETV2_PEAK_X.items() if path.stem.startswith(k)), None)
     # the same stripes for TFLM, each slice cut just before its stripe (TFLM copies slices, so hoisting them costs)
     if b.n:
@@ -116,16 +124,16 @@ def main() -> None:
         return
     cols = ["model", "tflm_head", "tflm_total", "lower_bound", "tflm", "optimal", "fold", "scratch", "alias",
             "alias+inplace", "all", "m4_tflm_total", "m4_micronn_total", "patched_head", "patched_tail",
-            "patched_total", "patched_tflm_total", "saved_pct", "plan_s", "extra_macs", "patched_x", "peak_x",
-            "mcunetv2_peak_x", "combined_total", "combined_pct", "combined_patched", "patched_split"]
+            "patched_total", "patched_tflm_total", "rom_total", "saved_pct", "plan_s", "extra_macs", "patched_x",
+            "rom_x", "peak_x", "mcunetv2_peak_x", "combined_total", "combined_pct", "combined_patched", "patched_split"]
     print(" | ".join(cols))
     print(" | ".join("---" for _ in cols))
     for r in rows:
         paper = r["mcunetv2_peak_x"]
         done = r["combined_total"] is not None
-        cells = [r["model"]] + [f"{r[c]:,}" for c in cols[1:-10]] + [
+        cells = [r["model"]] + [f"{r[c]:,}" for c in cols[1:-11]] + [
             f"{r['saved_pct']:.1f}%", f"{r['plan_s']:.2f}", f"{r['extra_macs']:.1f}%", f"{r['patched_x']:.2f}x",
-            f"{r['peak_x']:.2f}x", "-" if paper is None else f"{paper:.1f}x",
+            f"{r['rom_x']:.2f}x", f"{r['peak_x']:.2f}x", "-" if paper is None else f"{paper:.1f}x",
             f"{r['combined_total']:,}" if done else "-", f"{r['combined_pct']:.1f}%" if done else "-",
             ("yes" if r["combined_patched"] else "no") if done else r["combined_patched"], r["patched_split"]]
         print(" | ".join(cells))
@@ -137,7 +145,10 @@ def main() -> None:
           "m4_* = whole arena (kTensorArenaSize) on a 32-bit Cortex-M with TFLM's tail at 32-bit sizes "
           "(micronn.footprint, upper bound); saved_pct = all vs tflm_head; patched_total = micronn head + tail "
           "with patch-based execution (micronn.patch), patched_tflm_total = the TFLM wheel's arena for that model, "
-          "extra_macs = the MACs it adds; patched_x = tflm_total / patched_total, peak_x = tflm_head / patched_head; "
+          "extra_macs = the MACs it adds; patched_x = tflm_total / patched_total; rom_total = that patched model's "
+          "head + tail with its per-channel multipliers and shifts in flash beside the weights, where micronn's "
+          "firmware export keeps them (Sharing.rom), rom_x = tflm_total / rom_total; "
+          "peak_x = tflm_head / patched_head; "
           "mcunetv2_peak_x = the MCUNetV2 paper's peak reduction for MobileNetV2 (1,372 kB -> 172 kB int8), a "
           "reference, not a figure measured here; combined_total = every technique together (micronn optimize "
           "--patches auto: patches, spilling, fused fetching, streaming; head + TFLM's tail), combined_pct = its "

@@ -51,6 +51,8 @@ def _memory_lines(mem: dict[str, Any]) -> str:
         return f"memory: cannot plan: {mem['error']}"
     line = (f"arena ({mem.get('planner', 'tflm')} planner): head {mem['head_bytes']:,} B + tail {mem['tail_bytes']:,} B"
             f" = {mem['total_bytes']:,} B; live-set lower bound {mem['lower_bound_bytes']:,} B")
+    if mem.get("rom_bytes"):
+        line += f"; {mem['rom_bytes']:,} B of per-channel constants in flash (--rom)"
     if "tflm_head_bytes" in mem:
         line += f"; TFLM's planner: head {mem['tflm_head_bytes']:,} B"
     return line
@@ -297,7 +299,7 @@ def cmd_devices(a: argparse.Namespace) -> Any:
 
 def cmd_plan(a: argparse.Namespace) -> Any:
     sharing = Sharing(alias=not a.no_alias, inplace=not a.no_inplace, overlap=not a.no_overlap,
-                      fold_pad=not a.no_fold_pad, compact_scratch=not a.no_compact_scratch)
+                      fold_pad=not a.no_fold_pad, compact_scratch=not a.no_compact_scratch, rom=a.rom)
     res = analyze.plan_report(a.model, a.planner, False if a.no_sharing else sharing, offline_out=a.offline_out,
                      plot=a.plot, compare=a.compare, patches=a.patches, max_extra_macs=a.max_extra_macs)
     if a.json:
@@ -501,6 +503,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-overlap", action="store_true")
     sp.add_argument("--no-fold-pad", action="store_true", help="keep explicit PAD ops")
     sp.add_argument("--no-compact-scratch", action="store_true", help="TFLM's scratch sizes (e.g. TRANSPOSE_CONV)")
+    sp.add_argument("--rom", action="store_true", help="per-channel multipliers and shifts with the weights in flash, "
+                    "as micronn's firmware export keeps them, instead of in the arena's tail (TFLM's place)")
     sp.add_argument("--offline-out", help="write the model with this plan as TFLM offline-plan metadata")
     sp.add_argument("--plot", help="draw the plan to a .png, .svg or .html file")
     sp.add_argument("--compare", help="draw this planner's plan beside it (e.g. tflm)")

@@ -110,6 +110,13 @@ class _Node(Node):
         if not self.preparing:
             raise self.fail("persistent memory can only be taken in prepare")
         array = np.ascontiguousarray(array)
+        if constant and self.interp.sharing.rom:  # kept beside the weights (flash), one copy of identical data
+            key = (array.dtype.str, array.shape, array.tobytes())
+            rom = self.interp._rom
+            if key not in rom:
+                rom[key] = array.copy()
+                rom[key].flags.writeable = False
+            return rom[key]
         key = array.tobytes() if constant and self.interp.sharing.persistent else None
         raw = self.interp._arena.persistent(array.nbytes, f"op {self.index} ({self.op.op})", key)
         if raw is None:  # measuring pass or arena too small: keep going to learn the full size
@@ -245,6 +252,7 @@ class Interpreter:
         self._arena = arena
         self.resources = ResourceVariables()  # resource variables, shared by all subgraphs
         self._bound: set[tuple[int, int]] = set()  # (subgraph, tensor) a kernel gave memory of its own
+        self._rom: dict[tuple, np.ndarray] = {}  # per-operator constants kept out of the arena (Sharing.rom)
         self._all_views: list[list[np.ndarray | None]] = []
         for g in self.model.subgraphs:
             views: list[np.ndarray | None] = [t.data if t.is_constant else None for t in g.tensors]
@@ -286,6 +294,7 @@ class Interpreter:
         self.base_requests, self.requests, self.shared_groups, self.plan = planned
         self.head, self.tail = self.plan.head, arena.tail_used
         self.tail_shared = arena.tail_shared  # tail bytes TFLM would take again (one copy per operator)
+        self.rom_bytes = sum(a.nbytes for a in self._rom.values())  # Sharing.rom: in flash, not in the arena
         if arena.buf is None:
             return planned
         needed = self.head + self.tail + arena.tail_base
@@ -348,7 +357,8 @@ class Interpreter:
         if not self._allocated:
             self.allocate_tensors()
 
-    _PLANNED = frozenset({"head", "tail", "tail_shared", "arena_size", "plan", "requests", "base_requests"})
+    _PLANNED = frozenset({"head", "tail", "tail_shared", "rom_bytes", "arena_size", "plan", "requests",
+                          "base_requests"})
 
     def __getattr__(self, name: str) -> Any:
         """The plan's figures exist once the arena is planned: asking for one plans it, as ``invoke()`` and
@@ -584,12 +594,13 @@ class Interpreter:
             "tail_bytes": self.tail, "total_bytes": self.head + self.tail,
             "lower_bound_bytes": planners.lower_bound(self.base_requests),
             "shared_lower_bound_bytes": planners.lower_bound(self.requests),
-            "sharing": {k: getattr(self.sharing, k) for k in ("alias", "inplace", "overlap")},
+            "sharing": {k: getattr(self.sharing, k) for k in ("alias", "inplace", "overlap", "rom")},
             "shared_groups": self.shared_groups, "plan_notes": self.plan.notes, "buffers": bufs,
             "tail": [{"what": e.what, "offset": e.offset, "size": e.size} for e in self._arena.tail],
             # read-only per-operator data that reuses an identical copy above (Sharing.persistent): the bytes
             # TFLM's tail has and this one saves
             "tail_shared_bytes": self.tail_shared,
+            "rom_bytes": self.rom_bytes,  # Sharing.rom: per-operator constants kept with the weights
             "tail_reused": [{"what": e.what, "offset": e.offset, "size": e.size} for e in self._arena.reused],
         }
 

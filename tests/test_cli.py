@@ -34,6 +34,8 @@ def test_plan_json_fields(capsys) -> None:
     assert {"offset", "size", "first", "last"} <= set(res["buffers"][0])
     linear = _json(capsys, "plan", str(model_path("micro_speech_quantized")), "--planner", "linear")
     assert linear["head_bytes"] > res["head_bytes"]
+    rom = _json(capsys, "plan", str(model_path("micro_speech_quantized")), "--rom")
+    assert rom["sharing"]["rom"] and rom["rom_bytes"] > 0 and rom["tail_bytes"] < res["tail_bytes"]
 
 
 def test_run_with_inputs_outputs_and_profile(tmp_path, capsys) -> None:

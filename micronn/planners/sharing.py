@@ -69,6 +69,10 @@ class Sharing:
     # the persistent tail keeps one copy of identical read-only per-operator data (per-channel multipliers and
     # shifts computed from the same constant scales), where TFLM keeps one per operator; never changes a plan's head
     persistent: bool = True
+    # read-only per-operator data computed from constants (those per-channel multipliers and shifts) lives with the
+    # weights in flash, as micronn's firmware export places it, instead of in the arena's tail. Off by default:
+    # TFLM computes it in prepare into its arena, and micronn's default figures count it the same way
+    rom: bool = False
 
     @classmethod
     def none(cls) -> Sharing:

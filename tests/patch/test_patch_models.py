@@ -12,7 +12,8 @@ import pytest
 
 from micronn import Interpreter
 from micronn.models import bundled_model
-from micronn.patch import macs, patch
+from micronn.patch import Stage, macs, patch, patch_stages
+from micronn.planners import Sharing
 from micronn.testing import random_inputs, run_micronn, run_tflm, tflm_arena
 from micronn.tflite.reader import read
 from micronn.tflite.writer import write
@@ -84,3 +85,28 @@ def test_patched_network_runs_on_devices_and_as_firmware(name: str, tmp_path: Pa
     if name == "person_detect" and importlib.util.find_spec("unicorn") is not None:
         res = export.run(proj, xs)  # the emulated Cortex-M4: all of RAM, stack included, under TFLM's head alone
         assert res.identical and res.ram_bytes < tflm_arena(data)["head"]
+
+
+def test_mobilenet_v2_device_ram_is_five_times_below_tflm(tmp_path: Path) -> None:
+    """The MobileNetV2 figure on the device: patched in two stages (the split ``benchmarks/memory.py``'s search
+    picks), the exported firmware keeps per-channel multipliers and shifts with the weights in flash, so all of its
+    RAM, stack included, is at most a fifth of TFLM's whole arena (head + tail) with at most 20 % more MACs, the
+    wheel's bytes out; ``Sharing(rom=True)`` is the planner's account of the same arena."""
+    pytest.importorskip("ziglang")
+    pytest.importorskip("unicorn")
+    from micronn import export
+
+    data = _load("mobilenet_v2_pad_int8")
+    m = read(data)
+    pm = patch_stages(m, [Stage(0, 3, 8), Stage(4, 7, 8)])
+    assert macs(pm) <= 1.2 * macs(m)
+    it = Interpreter(pm, sharing=Sharing(rom=True))
+    it.allocate_tensors()
+    tflm_total = tflm_arena(data)["total"]
+    assert 5 * (it.head + it.tail) <= tflm_total
+    proj = export.export(pm, tmp_path / "fw")
+    assert proj.arena_bytes <= it.head + it.tail
+    xs = random_inputs(data, 3)
+    res = export.run(proj, xs)
+    assert res.identical and [o.tobytes() for o in res.outputs] == [o.tobytes() for o in run_tflm(data, xs)]
+    assert 5 * res.ram_bytes <= tflm_total

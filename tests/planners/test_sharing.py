@@ -10,7 +10,7 @@ from micronn import Interpreter, planners
 from micronn.ir import Padding
 from micronn.planners import Sharing
 from micronn.planners.sharing import stream_gap, window_low_read
-from micronn.testing import T, assert_same_as_tflm, op_model, random_inputs
+from micronn.testing import T, assert_same_as_tflm, op_model, random_inputs, run_tflm
 from micronn.tflite.reader import read
 
 
@@ -111,3 +111,26 @@ def test_offline_plans_cannot_share() -> None:
     reqs = [planners.Request(32, 0, 1, tensor=0, offline=0), planners.Request(32, 1, 2, tensor=1)]
     sg = read(model_bytes("hello_world_int8")).main
     assert planners.share(sg, reqs, Sharing()) == (reqs, [])
+
+
+def test_rom_keeps_per_channel_constants_out_of_the_arena() -> None:
+    """Sharing(rom=True): per-channel multipliers and shifts live with the weights (flash), as the firmware export
+    keeps them; the tail loses exactly those bytes, the head is unchanged, the bytes out are the wheel's, and the
+    arrays cannot be written. Off by default (TFLM's tail holds them)."""
+    data = model_bytes("person_detect")
+    assert Sharing().rom is False
+    base = Interpreter(data)
+    base.allocate_tensors()
+    rom = Interpreter(data, sharing=Sharing(rom=True))
+    rom.allocate_tensors()
+    assert rom.head == base.head and base.rom_bytes == 0
+    assert rom.rom_bytes > 0 and rom.tail < base.tail and rom.tail + rom.rom_bytes <= base.tail
+    assert rom.arena_size == rom.head + rom.tail and rom.arena_report()["rom_bytes"] == rom.rom_bytes
+    kernel = next(k for k in rom._kernels if hasattr(k, "mults"))
+    assert not kernel.mults.flags.writeable
+    xs = random_inputs(data, 1)
+    for i, x in enumerate(xs):
+        rom.set_input(x, i)
+    rom.invoke()
+    want = run_tflm(data, xs)
+    assert [rom.output(i).tobytes() for i in range(len(want))] == [o.tobytes() for o in want]
