@@ -14,7 +14,9 @@ from test_native_ports import _inputs
 import micronn
 from micronn import Interpreter
 from micronn.export import NativeModel
+from micronn.kernels._conv_util import compute_out_size
 from micronn.testing import T, _Tflm, op_model
+from micronn.tflite import schema
 
 SAMPLES = 4
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,3 +115,95 @@ def test_lstm_int8(case: dict) -> None:
                          ids=lambda p: p.stem)
 def test_lstm_models(path: Path) -> None:
     assert_all_same(path.read_bytes(), samples=6)
+
+
+# ---- int16x8 CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED ---------------------------------------------------------
+
+def conv16(*, n: int = 1, h: int = 7, w: int = 6, cin: int = 3, cout: int = 4, fh: int = 3, fw: int = 2,
+           stride: tuple[int, int] = (1, 1), dil: tuple[int, int] = (1, 1), pad: int = 0, act: int = 0,
+           per_channel: bool = True, bias: str | None = "int64", groups: int = 1, depthwise: bool = False,
+           mult: int = 1, scales: tuple[float, float] = (0.002, 0.02), in_scale: float = 0.002,
+           out_scale: float = 0.01, wmax: int = 127, positive: bool = False, bias_max: int = 3_000_000,
+           seed: int = 0) -> bytes:
+    """A CONV_2D or DEPTHWISE_CONV_2D with int16 activations and int8 weights."""
+    rng = np.random.default_rng(seed)
+    cout = cin * mult if depthwise else cout
+    oh, ow = compute_out_size(pad, h, fh, stride[0], dil[0]), compute_out_size(pad, w, fw, stride[1], dil[1])
+    shape = (1, fh, fw, cout) if depthwise else (cout, fh, fw, cin // groups)
+    w_scales = list(rng.uniform(*scales, cout)) if per_channel else scales[0]
+    wt = T(shape, "int8", w_scales, 0, axis=3 if depthwise else 0,
+           data=rng.integers(0 if positive else -wmax, wmax + 1, shape))
+    b = T((cout,), bias, data=rng.integers(-bias_max, bias_max, cout, dtype=np.int64)) if bias else None
+    op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    extra = {"depth_multiplier": mult} if depthwise else {}
+    opts = schema.options(op, padding=pad, stride_h=stride[0], stride_w=stride[1], dilation_h_factor=dil[0],
+                          dilation_w_factor=dil[1], fused_activation_function=act, **extra)
+    return op_model(op, [T((n, h, w, cin), "int16", in_scale, 0), wt, b],
+                    [T((n, oh, ow, cout), "int16", out_scale, 0)], opts)
+
+
+CONV16 = [
+    {}, {"pad": 1}, {"stride": (2, 3)}, {"dil": (2, 3), "h": 9, "w": 10}, {"act": 1}, {"act": 3, "out_scale": 1e-3},
+    {"act": 2, "out_scale": 1e-4}, {"bias": None}, {"per_channel": False}, {"n": 2, "pad": 1, "h": 5, "w": 4},
+    {"fh": 1, "fw": 1, "cin": 8, "cout": 7}, {"fh": 1, "fw": 1, "cin": 64, "cout": 64, "h": 5, "w": 5},
+    {"fh": 1, "fw": 1, "cin": 9, "cout": 17, "n": 2}, {"fh": 1, "fw": 1, "cin": 6, "cout": 40, "stride": (2, 2)},
+    {"cin": 1, "cout": 64, "h": 49, "w": 10, "fh": 10, "fw": 4, "stride": (2, 2)},  # kws's first layer
+    {"cin": 4, "cout": 6, "groups": 2, "stride": (2, 1)}, {"cout": 5, "cin": 5, "fh": 3, "fw": 3},
+    {"cout": 33, "cin": 7, "fh": 3, "fw": 3, "h": 5, "w": 3},
+    {"bias": "int32"}, {"bias": "int32", "pad": 1, "per_channel": False},
+    {"bias": "int32", "cin": 64, "cout": 3, "fh": 5, "fw": 5, "bias_max": 2**31 - 1, "out_scale": 4.0,
+     "positive": True},
+    {"cin": 64, "cout": 3, "h": 6, "w": 6, "fh": 5, "fw": 5, "out_scale": 4.0, "positive": True},  # int64 sums
+    {"bias_max": 2**62},  # acc * multiplier wraps int64 as the reference does
+    {"bias_max": 2**31 - 2**20, "cout": 9},  # sum + bias near int32's edge
+    {"in_scale": 1.0, "scales": (1.0, 1.5), "out_scale": 2**-17},  # shifts past Q15's 15
+    {"in_scale": 2**-20, "scales": (2**-10, 2**-9), "out_scale": 1.0, "bias_max": 2**40},
+    {"in_scale": 2**-3, "scales": (2**-6, 2**-5), "out_scale": 2**12, "cout": 12},  # total shifts beyond 32
+]
+DW16 = [
+    {}, {"mult": 3, "cin": 2}, {"pad": 1}, {"stride": (2, 1), "dil": (1, 2), "h": 9, "w": 8, "act": 1},
+    {"n": 2, "per_channel": False, "bias": None}, {"cin": 5, "fh": 3, "fw": 3}, {"cin": 64, "fh": 3, "fw": 3, "h": 6,
+                                                                                "w": 5},
+    {"cin": 21, "fh": 3, "fw": 3, "pad": 1, "act": 3, "out_scale": 1e-3}, {"cin": 19, "mult": 2, "fh": 2, "fw": 3},
+    {"cin": 2, "h": 33, "w": 34, "fh": 33, "fw": 33, "pad": 1, "out_scale": 4.0, "positive": True},  # int64 sums
+    {"in_scale": 1.0, "scales": (1.0, 1.5), "out_scale": 2**-17, "cin": 11},
+    {"bias_max": 2**62, "cin": 16},
+]
+
+
+
+
+def _wheel_agrees(case: dict, depthwise: bool = False) -> bool:
+    """False for the cases where the reference's arithmetic is out of its range (Q15 shifts past 63, int64 products
+    that wrap): there the interpreter and the kernels follow the Python reference, the wheel its own UB; and for
+    an int16 depthwise convolution without a bias, which crashes the wheel."""
+    return case.get("out_scale") != 2**-17 and case.get("bias_max") != 2**62 and not (depthwise and "bias" in case)
+
+
+@pytest.mark.parametrize("case", CONV16, ids=_id)
+def test_conv_2d_s16(case: dict) -> None:
+    assert_all_same(conv16(**case), samples=3, wheel=_wheel_agrees(case))
+
+
+@pytest.mark.parametrize("case", DW16, ids=_id)
+def test_depthwise_conv_2d_s16(case: dict) -> None:
+    assert_all_same(conv16(depthwise=True, **case), samples=3, wheel=_wheel_agrees(case, True))
+
+
+@pytest.mark.parametrize("value", [32767, -32768])
+@pytest.mark.parametrize("case", [{"cin": 64, "cout": 3, "fh": 5, "fw": 5, "out_scale": 4.0, "positive": True},
+                                  {"cin": 16, "cout": 9, "fh": 3, "fw": 3, "pad": 1, "out_scale": 0.5},
+                                  {"depthwise": True, "cin": 16, "fh": 3, "fw": 3, "pad": 1, "out_scale": 0.05}],
+                         ids=_id)
+def test_s16_extreme_inputs(case: dict, value: int) -> None:
+    data = conv16(**case)
+    xs = [np.full(x.shape, value, np.int16) for x in _inputs(data, 1, 0)]
+    outs, _, _ = NativeModel(data).run_chunk(xs)
+    portable, _, _ = NativeModel(data, host_ports=False).run_chunk(xs)
+    assert [o.tobytes() for o in outs] == [o.tobytes() for o in portable]
+    ref = _Tflm(data)
+    assert [o[0].tobytes() for o in outs] == [w.tobytes() for w in ref.run([x[0] for x in xs])]
+
+
+def test_kws_ds_cnn_int16x8() -> None:
+    assert_all_same((ROOT / "tests" / "models" / "kws_ds_cnn_int16x8.tflite").read_bytes(), samples=3)
