@@ -293,8 +293,8 @@ def test_the_wheel_agrees() -> None:
 
 
 def test_ports_replace_only_the_kernels_they_port() -> None:
-    files = {"conv_2d.c": "portable", "svdf.c": "svdf", "m.c": "model"}
+    files = {"conv_2d.c": "portable", "gather.c": "gather", "m.c": "model"}
     out = with_host_ports(files)
     assert out["conv_2d.portable.inc"] == "portable" and out["conv_2d.c"] != "portable"
-    assert out["svdf.c"] == "svdf" and out["m.c"] == "model" and "mn_host.h" in out
+    assert out["gather.c"] == "gather" and out["m.c"] == "model" and "mn_host.h" in out
     assert with_host_ports({"m.c": "model"}) == {"m.c": "model"}

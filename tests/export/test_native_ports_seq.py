@@ -23,30 +23,34 @@ ROOT = Path(__file__).resolve().parents[2]
 MODELS = Path(micronn.__file__).parent / "models"
 
 
-def assert_all_same(data: bytes, *, seed: int = 0, samples: int = SAMPLES, wheel: bool = True) -> None:
-    """Each sample from the initial state: the ports' bytes (batched and one invoke at a time) equal the portable
-    kernels', the interpreter's and the wheel's."""
+def assert_all_same(data: bytes, *, seed: int = 0, samples: int = SAMPLES, wheel: bool = True,
+                    stream: bool = False) -> None:
+    """Each sample from the initial state (``stream``: each from the state the one before left): the ports' bytes
+    (batched and one invoke at a time) equal the portable kernels', the interpreter's and the wheel's."""
     xs = _inputs(data, samples, seed)
     native = NativeModel(data)
-    outs, done, status = native.run_chunk(xs)
+    outs, done, status = native.run_chunk(xs, reset=not stream)
     assert (done, status) == (samples, 0)
-    portable, done, status = NativeModel(data, host_ports=False).run_chunk(xs)
+    portable, done, status = NativeModel(data, host_ports=False).run_chunk(xs, reset=not stream)
     assert (done, status) == (samples, 0)
     assert [o.tobytes() for o in outs] == [o.tobytes() for o in portable]
     it = Interpreter(data)
     ref = _Tflm(data) if wheel else None
+    native.reset()
     for k in range(samples):
         sample = [x[k] for x in xs]
-        it.reset()
+        if not stream:
+            it.reset()
+            native.reset()
         for i, x in enumerate(sample):
             it.set_input(x, i)
         it.invoke()
         want = [it.get_output(i).tobytes() for i in range(len(it.subgraph.outputs))]
         assert [o[k].tobytes() for o in outs] == want, k
-        native.reset()
         assert [g.tobytes() for g in native.run(sample)] == want, k
         if ref is not None:
-            ref.it.reset()
+            if not stream:
+                ref.it.reset()
             assert [w.tobytes() for w in ref.run(sample)] == want, k
 
 
@@ -207,3 +211,51 @@ def test_s16_extreme_inputs(case: dict, value: int) -> None:
 
 def test_kws_ds_cnn_int16x8() -> None:
     assert_all_same((ROOT / "tests" / "models" / "kws_ds_cnn_int16x8.tflite").read_bytes(), samples=3)
+
+
+# ---- SVDF -----------------------------------------------------------------------------------------------------------
+
+def svdf(*, batch: int = 1, n_input: int = 12, filters: int = 8, rank: int = 2, memory: int = 4, in_zp: int = -3,
+         out_zp: int = 5, seed: int = 0) -> bytes:
+    """An int8 SVDF with an int16 state; feature weights with -128s (the paired layout's corrections)."""
+    rng = np.random.default_rng(seed)
+    units = filters // rank
+    wf = rng.integers(-128, 128, (filters, n_input))
+    wf.reshape(-1)[rng.choice(wf.size, max(1, wf.size // 8), replace=False)] = -128
+    s_in, s_wf, s_wt = 0.059, 0.0091, 0.5 / 32767
+    s_state = float(np.sqrt(n_input) * 74 * 74 * s_in * s_wf * 3 / 32767)
+    s_out = float(np.sqrt(memory * rank) * (32767 / 3) * (32767 / 2) * s_state * s_wt * 3 / 127)
+    return op_model("SVDF", [
+        T((batch, n_input), "int8", s_in, in_zp),
+        T((filters, n_input), "int8", s_wf, 0, data=wf),
+        T((filters, memory), "int16", s_wt, 0, data=rng.integers(-32768, 32768, (filters, memory))),
+        T((units,), "int32", float(np.float32(s_state) * np.float32(s_wt)), 0,
+          data=rng.integers(-50_000, 50_000, units)),
+        T((batch, memory * filters), "int16", s_state, 0, variable=True),
+    ], [T((batch, units), "int8", s_out, out_zp)], {"rank": rank, "fused_activation_function": 1})
+
+
+SVDF = [
+    {}, {"batch": 3}, {"rank": 1, "filters": 6, "memory": 1}, {"batch": 2, "n_input": 40, "filters": 32, "memory": 10},
+    {"n_input": 96, "filters": 64, "rank": 1, "memory": 8, "in_zp": -128, "out_zp": -128},  # keyword's first
+    {"n_input": 16, "filters": 64, "rank": 1, "memory": 8}, {"n_input": 32, "filters": 32, "rank": 1, "memory": 32},
+    {"n_input": 31, "filters": 37, "rank": 1, "memory": 8, "batch": 2},  # a filter tail past whole 8s
+    {"n_input": 9, "filters": 13, "rank": 1, "memory": 16}, {"n_input": 5, "filters": 70, "rank": 1, "memory": 8},
+    {"n_input": 17, "filters": 130, "rank": 2, "memory": 48}, {"filters": 24, "rank": 3, "memory": 8, "batch": 2},
+    {"filters": 12, "rank": 4, "memory": 5}, {"n_input": 1, "filters": 1, "rank": 1, "memory": 2},
+    {"n_input": 64, "filters": 16, "rank": 1, "memory": 8, "in_zp": 127, "out_zp": -100},
+]
+
+
+@pytest.mark.parametrize("case", SVDF, ids=_id)
+def test_svdf(case: dict) -> None:
+    """Streamed (the state carries over: the time steps shift real history) and from the initial state."""
+    data = svdf(**case, seed=len(case))
+    assert_all_same(data, samples=5, stream=True)
+    assert_all_same(data, samples=2)
+
+
+def test_keyword_scrambled() -> None:
+    data = (MODELS / "keyword_scrambled.tflite").read_bytes()
+    assert_all_same(data, samples=6, stream=True)
+    assert_all_same(data, samples=3)

@@ -1,0 +1,226 @@
+/* SVDF, int8 with an int16 state: the host port (x86-64 with AVX2) of kernels/svdf.c, same symbol, same argument
+ * words.
+ *
+ * The paired feature weights (lower.paired_rows and its corrections) are decoded once per call site back to int8
+ * rows and repacked as int16 pairs, 8 filters per vector (mn_host.h); per batch row the input, less its zero
+ * point, is widened once (|x - zp| <= 255: one madd stays exact) and each broadcast pair feeds up to 32 filters'
+ * sums. Their requantization to the int16 state (clamp, then the state zero point added with wrap-around) is
+ * mnh_requant8's. The time step with state zero point 0: memory 8 shifts two filters' windows per vector (a byte
+ * shift per 128-bit lane, the new value blended in) and sums 8 filters with madds and two horizontal adds; memory a
+ * multiple of 16 shifts each window 16 slots per vector. int32 sums wrap as the portable kernel's (a madd's one
+ * overflow, -32768 * -32768 twice, wraps to the same residue). Rank 1 requantizes 8 outputs per vector. Other
+ * memory sizes and state zero points take the portable kernel's time step; plain (non-constant) feature weights,
+ * the portable kernel.
+ */
+#define mn_svdf_s8 mn_svdf_s8_portable
+#include "svdf.portable.inc"
+#undef mn_svdf_s8
+#include "mn_host.h"
+
+#if defined(MNH_AVX2)
+typedef struct {
+    int kp, blocks;
+    int16_t *w;      /* mnh_pack_rows8 of the feature rows */
+    mnh_rq q1, q2;   /* the state's requantization (zero point 0: added after), the output's (rank 1) */
+    int16_t *x;      /* one input row less its zero point, widened (kp pairs) */
+    int16_t *fresh;  /* the newest state value of each filter (padded to blocks) */
+    uint32_t *acc;   /* per filter (padded) */
+} svdf_pack;
+
+/* The int8 rows (filters x input_size) of the paired layout, as the FULLY_CONNECTED port decodes it. */
+static void unpair(int8_t *rows, const mn_word *args) {
+    const uint32_t *w = MN_P(const uint32_t, W_FEATURE);
+    const int depth = MN_I(INPUT_SIZE), units = MN_I(FILTERS), groups = (depth + 3) / 4, padded = units + (units & 1);
+    for (int r0 = 0; r0 < padded; r0 += 2) {
+        const int tile = r0 & ~3, width = padded - tile >= 4 ? 4 : 2;
+        const int16_t *h = (const int16_t *)(w + (size_t)tile * groups) + 4 * ((r0 - tile) / 2);
+        for (int g = 0; g < groups; g++, h += 2 * width)
+            for (int j = 0; j < 4; j++) {
+                const int i = 4 * g + j;
+                const int32_t hw = h[(j & 1) * 2 + (j >> 1)], low = (int8_t)(hw & 0xFF);
+                if (i >= depth) continue;
+                rows[(size_t)r0 * depth + i] = (int8_t)low;
+                if (r0 + 1 < units) rows[(size_t)(r0 + 1) * depth + i] = (int8_t)((hw - low) >> 8);
+            }
+    }
+    for (const int32_t *fix = MN_P(const int32_t, FIX); fix[0] < units; fix += 2)
+        rows[(size_t)fix[0] * depth + fix[1]] -= 1; /* a -128 stored as -127 */
+}
+
+static svdf_pack *svdf_prepare(const mn_word *args) {
+    mnh_slot *slot;
+    svdf_pack *p = (svdf_pack *)mnh_lookup(args, &slot);
+    if (p) return p;
+    const int depth = MN_I(INPUT_SIZE), filters = MN_I(FILTERS), kp = mnh_pairs(depth), blocks = mnh_blocks8(filters);
+    p = (svdf_pack *)mnh_alloc(sizeof(svdf_pack));
+    int8_t *rows = (int8_t *)mnh_alloc((size_t)filters * depth);
+    if (!p || !rows) return NULL;
+    p->kp = kp, p->blocks = blocks;
+    p->w = (int16_t *)mnh_alloc((size_t)blocks * kp * 16 * sizeof(int16_t));
+    p->x = (int16_t *)mnh_alloc(((size_t)2 * kp + 16) * sizeof(int16_t));
+    p->fresh = (int16_t *)mnh_alloc(((size_t)blocks * 8 + 16) * sizeof(int16_t));
+    p->acc = (uint32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(uint32_t));
+    const int32_t m1 = MN_I(MULT_1), s1 = MN_I(SHIFT_1), m2 = MN_I(MULT_2), s2 = MN_I(SHIFT_2);
+    if (!p->w || !p->x || !p->fresh || !p->acc || !mnh_rq_init(&p->q1, &m1, &s1, 1, 1) ||
+        !mnh_rq_init(&p->q2, &m2, &s2, 1, 1))
+        return NULL;
+    if (!p->q1.vec || !p->q2.vec) return NULL;
+    unpair(rows, args);
+    mnh_pack_rows8(p->w, rows, filters, depth, (size_t)depth);
+    free(rows);
+    mnh_keep(slot, args, p);
+    return p;
+}
+
+/* 8 lanes of one per-tensor requantization */
+static inline __m256i rq_tensor(__m256i acc, const mnh_rq *q, int32_t zp, int32_t lo, int32_t hi) {
+    const int32_t m[8] = {q->mult[0], q->mult[0], q->mult[0], q->mult[0], q->mult[0], q->mult[0], q->mult[0],
+                          q->mult[0]};
+    const int32_t l[8] = {q->left[0], q->left[0], q->left[0], q->left[0], q->left[0], q->left[0], q->left[0],
+                          q->left[0]};
+    const int32_t r[8] = {q->right[0], q->right[0], q->right[0], q->right[0], q->right[0], q->right[0], q->right[0],
+                          q->right[0]};
+    return mnh_requant8(acc, m, l, r, _mm256_set1_epi32(zp), _mm256_set1_epi32(lo - zp), _mm256_set1_epi32(hi - zp));
+}
+
+/* the feature projections of filters (all blocks), requantized into p->fresh */
+__attribute__((always_inline)) static inline void dots(__m256i *acc, const int16_t *x, const int16_t *w, int kp,
+                                                       const int m) {
+    for (int k = 0; k < m; k++) acc[k] = _mm256_setzero_si256();
+    const int32_t *xp = (const int32_t *)x;
+    for (int j = 0; j < kp; j++) {
+        const __m256i xv = _mm256_set1_epi32(xp[j]);
+        for (int k = 0; k < m; k++)
+            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(xv, _mm256_loadu_si256(
+                                                  (const __m256i *)(w + ((size_t)k * kp + j) * 16))));
+    }
+}
+
+static void features(svdf_pack *p, int32_t state_zp) {
+    const __m256i zp16 = _mm256_set1_epi32(state_zp);
+    for (int b0 = 0; b0 < p->blocks; b0 += 4) {
+        const int m = p->blocks - b0 < 4 ? p->blocks - b0 : 4;
+        __m256i acc[4];
+        const int16_t *w = p->w + (size_t)b0 * p->kp * 16;
+        switch (m) {
+        case 1: dots(acc, p->x, w, p->kp, 1); break;
+        case 2: dots(acc, p->x, w, p->kp, 2); break;
+        case 3: dots(acc, p->x, w, p->kp, 3); break;
+        default: dots(acc, p->x, w, p->kp, 4); break;
+        }
+        for (int k = 0; k < m; k++) {
+            /* clamped to int16, then the zero point added with wrap-around: the low halves */
+            __m256i y = _mm256_add_epi32(rq_tensor(acc[k], &p->q1, 0, -32768, 32767), zp16);
+            y = _mm256_srai_epi32(_mm256_slli_epi32(y, 16), 16);
+            _mm_storeu_si128((__m128i *)(p->fresh + 8 * (b0 + k)),
+                             _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+        }
+    }
+}
+
+/* memory 8, state zero point 0: acc[f] = init[f] + the time dot of filters [0, n) (n a multiple of 8 here) */
+static void time8(int16_t *s, const int16_t *w, const int16_t *fresh, int n, const uint32_t *init, uint32_t *acc) {
+    /* per pair of filters: byte shuffles putting fresh[2i] at lane 0's slot 7 and fresh[2i + 1] at lane 1's */
+    for (int f = 0; f + 8 <= n; f += 8, s += 64, w += 64) {
+        const __m256i fr = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(fresh + f)));
+        __m256i m[4];
+        for (int i = 0; i < 4; i++) {
+            const __m256i ctl = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                 (char)(4 * i), (char)(4 * i + 1), -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                 -1, -1, -1, -1, -1, (char)(4 * i + 2), (char)(4 * i + 3));
+            const __m256i old = _mm256_loadu_si256((const __m256i *)(s + 16 * i));
+            const __m256i now = _mm256_or_si256(_mm256_srli_si256(old, 2), _mm256_shuffle_epi8(fr, ctl));
+            _mm256_storeu_si256((__m256i *)(s + 16 * i), now);
+            m[i] = _mm256_madd_epi16(now, _mm256_loadu_si256((const __m256i *)(w + 16 * i)));
+        }
+        /* m[i]: filter 2i in lane 0, 2i + 1 in lane 1, four partial sums each */
+        const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+        /* h: lane 0 filters 0, 2, 4, 6; lane 1 filters 1, 3, 5, 7 */
+        const __m256i sum = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(acc + f),
+                            _mm256_add_epi32(sum, _mm256_loadu_si256((const __m256i *)(init + f))));
+    }
+}
+
+/* memory a multiple of 16, state zero point 0 */
+static void time16(int16_t *s, const int16_t *w, int memory, const int16_t *fresh, int n, const uint32_t *init,
+                   uint32_t *acc) {
+    for (int f = 0; f < n; f++, s += memory, w += memory) {
+        __m256i a = _mm256_setzero_si256();
+        for (int k = 0; k < memory; k += 16) {
+            const __m256i old = _mm256_loadu_si256((const __m256i *)(s + k));
+            const int16_t next = k + 16 < memory ? s[k + 16] : fresh[f];
+            /* old shifted down one slot across the lanes, next in slot 15 */
+            const __m256i hi_next = _mm256_permute2x128_si256(old, _mm256_castsi128_si256(_mm_cvtsi32_si128((uint16_t)next)),
+                                                              0x21);
+            const __m256i now = _mm256_alignr_epi8(hi_next, old, 2);
+            _mm256_storeu_si256((__m256i *)(s + k), now);
+            a = _mm256_add_epi32(a, _mm256_madd_epi16(now, _mm256_loadu_si256((const __m256i *)(w + k))));
+        }
+        const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+        const __m128i h2 = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+        acc[f] = init[f] + (uint32_t)_mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 0xB1)));
+    }
+}
+
+void mn_svdf_s8(const mn_word *args) {
+    svdf_pack *p = MN_I(PAIRED) ? svdf_prepare(args) : NULL;
+    if (!p) {
+        mn_svdf_s8_portable(args);
+        return;
+    }
+    int8_t *out = MN_P(int8_t, OUT);
+    const int8_t *in = MN_P(const int8_t, IN);
+    const int16_t *wt = MN_P(const int16_t, W_TIME);
+    const int32_t *bias = MN_P(const int32_t, BIAS);
+    int16_t *state = MN_P(int16_t, STATE);
+    const int batches = MN_I(BATCHES), input_size = MN_I(INPUT_SIZE), filters = MN_I(FILTERS);
+    const int memory = MN_I(MEMORY), rank = MN_I(RANK), units = filters / rank;
+    const int32_t in_zp = MN_I(IN_ZP), state_zp = MN_I(STATE_ZP), out_zp = MN_I(OUT_ZP);
+    const mn_rq q2 = mn_rq_init(MN_I(MULT_2), MN_I(SHIFT_2), out_zp);
+    uint32_t *acc = p->acc, zeros[64] = {0};
+    const int whole8 = memory == 8 && state_zp == 0 ? filters / 8 * 8 : 0;
+    const int vec16 = memory % 16 == 0 && state_zp == 0;
+
+    for (int b = 0; b < batches; b++) {
+        const int8_t *x = in + (size_t)b * input_size;
+        int16_t *s = state + (size_t)b * filters * memory;
+        int8_t *o = out + (size_t)b * units;
+        for (int i = 0; i < input_size; i++) p->x[i] = (int16_t)(x[i] - in_zp);
+        if (input_size & 1) p->x[input_size] = 0;
+        features(p, state_zp);
+        /* the time steps, from the bias (rank 1) or 0 */
+        for (int f0 = 0; f0 < filters; f0 += 64) {
+            const int n = mn_min(filters - f0, 64);
+            const uint32_t *init = rank == 1 ? (const uint32_t *)bias + f0 : zeros;
+            int done = 0;
+            if (whole8 > f0) {
+                done = mn_min(whole8 - f0, n);
+                time8(s + (size_t)f0 * memory, wt + (size_t)f0 * memory, p->fresh + f0, done, init, acc + f0);
+            } else if (vec16) {
+                done = n;
+                time16(s + (size_t)f0 * memory, wt + (size_t)f0 * memory, memory, p->fresh + f0, n, init, acc + f0);
+            }
+            if (done < n)
+                time_chunk(s + (size_t)(f0 + done) * memory, wt + (size_t)(f0 + done) * memory, memory, 0,
+                           p->fresh + f0 + done, n - done, state_zp, init + done, acc + f0 + done);
+        }
+        if (rank == 1) {
+            int u = 0;
+            for (; u + 8 <= units; u += 8) {
+                const __m256i y = rq_tensor(_mm256_loadu_si256((const __m256i *)(acc + u)), &p->q2, out_zp, -128, 127);
+                _mm_storel_epi64((__m128i *)(o + u), mnh_bytes8(y));
+            }
+            for (; u < units; u++) o[u] = (int8_t)mn_rq_clamp(&q2, (int32_t)acc[u], -128, 127);
+            continue;
+        }
+        for (int u = 0, f = 0; u < units; u++) {
+            uint32_t unit = (uint32_t)bias[u];
+            for (int r = 0; r < rank; r++, f++) unit += acc[f];
+            o[u] = (int8_t)mn_rq_clamp(&q2, (int32_t)unit, -128, 127);
+        }
+    }
+}
+#else
+void mn_svdf_s8(const mn_word *args) { mn_svdf_s8_portable(args); }
+#endif
