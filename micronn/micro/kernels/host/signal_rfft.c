@@ -2,12 +2,13 @@
  *
  * int16 frames: the radix-2 and radix-4 stages of span m >= 4 run eight butterflies at a time, one complex value
  * (re, im as int16) per 32-bit lane: eight consecutive positions of a group (m a multiple of 8) or four of two
- * neighbouring groups (m = 4, an even count of groups). The portable kernel's arithmetic maps onto exact instructions: its rounded Q15
- * product (x * c + 2^14) >> 15 wrapped to int16 is mulhrs; a complex product's two exact products summed before
- * the rounding are one madd against the twiddle pairs (re, -im) and (im, re), which this port lays out per stage
- * and position once per call site; sums and differences wrap as int16 lanes do. The other stages (span 1 and 2,
- * radix 3 and 5, a twiddle of -32768 whose negation does not fit), the digit-reversed copy and the split step
- * are the portable kernel's code; the int32 (Q31) kernel is the portable one.
+ * neighbouring groups (m = 4, an even count of groups); a first radix-4 stage (m = 1) takes two groups per vector
+ * and does each butterfly within a 128-bit half. The portable kernel's arithmetic maps onto exact instructions:
+ * its rounded Q15 product (x * c + 2^14) >> 15 wrapped to int16 is mulhrs; a complex product's two exact products
+ * summed before the rounding are one madd against the twiddle pairs (re, -im) and (im, re), which this port lays
+ * out per stage and position once per call site; sums and differences wrap as int16 lanes do. The other stages
+ * (radix 3 and 5, span 2, odd group counts, a twiddle of -32768 whose negation does not fit), the digit-reversed
+ * copy and the split step are the portable kernel's code; the int32 (Q31) kernel is the portable one.
  */
 #define mn_signal_rfft_s16 mn_signal_rfft_s16_portable
 #define mn_signal_rfft_s32 mn_signal_rfft_s32_portable
@@ -27,7 +28,8 @@ typedef struct {
 } rf_pack;
 
 static int rf_vector_stage(const int32_t *st) {
-    return (st[0] == 2 || st[0] == 4) && (st[1] % 8 == 0 || (st[1] == 4 && st[2] % 2 == 0));
+    return ((st[0] == 2 || st[0] == 4) && (st[1] % 8 == 0 || (st[1] == 4 && st[2] % 2 == 0))) ||
+           (st[0] == 4 && st[1] == 1 && st[2] % 2 == 0);
 }
 
 static const rf_pack *rf_prepare(const mn_word *args) {
@@ -82,9 +84,35 @@ static inline void rf_store(int16_t *a, int16_t *b, int split, __m256i v) {
     _mm_storeu_si128((__m128i *)b, _mm256_extracti128_si256(v, 1));
 }
 
+/* The first stage of radix 4 (span 1): two groups of 4 values per vector, the butterflies within each 128-bit
+ * half (the twiddles of inputs 1-3 at position 0, input 0 unmultiplied). */
+static void rf_stage_m1(int16_t *y, const int32_t *st, const int32_t *ta, const int32_t *tb) {
+    const int32_t groups = st[2];
+    const __m256i div = _mm256_set1_epi16((int16_t)st[4]);
+    const __m256i va = _mm256_setr_epi32(0, ta[0], ta[1], ta[2], 0, ta[0], ta[1], ta[2]);
+    const __m256i vb = _mm256_setr_epi32(0, tb[0], tb[1], tb[2], 0, tb[0], tb[1], tb[2]);
+    for (int32_t g = 0; g < groups; g += 2) {
+        int16_t *a = y + 8 * (size_t)g;
+        const __m256i v = _mm256_mulhrs_epi16(_mm256_loadu_si256((const __m256i *)a), div);
+        const __m256i f = _mm256_blend_epi32(rf_cmul(v, va, vb), v, 0x11);           /* f0 f1 f2 f3 per half */
+        const __m256i b = _mm256_shuffle_epi32(f, _MM_SHUFFLE(1, 0, 3, 2));           /* f2 f3 f0 f1 */
+        const __m256i s = _mm256_add_epi16(f, b), d = _mm256_sub_epi16(f, b);        /* (e g e g), (d h . .) */
+        const __m256i s2 = _mm256_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1));          /* (g e g e) */
+        const __m256i sum = _mm256_add_epi16(s, s2), dif = _mm256_sub_epi16(s, s2);  /* e + g at 0, e - g at 2 */
+        const __m256i dd = _mm256_shuffle_epi32(d, 0x00), hh = _mm256_shuffle_epi32(d, 0x55);
+        const __m256i hs = _mm256_or_si256(_mm256_slli_epi32(hh, 16), _mm256_srli_epi32(hh, 16));
+        const __m256i plus = _mm256_add_epi16(dd, hs), minus = _mm256_sub_epi16(dd, hs);
+        __m256i out = _mm256_blend_epi32(sum, _mm256_blend_epi16(plus, minus, 0xAA), 0x22);
+        out = _mm256_blend_epi32(out, dif, 0x44);
+        out = _mm256_blend_epi32(out, _mm256_blend_epi16(minus, plus, 0xAA), 0x88);
+        _mm256_storeu_si256((__m256i *)a, out);
+    }
+}
+
 /* One stage of radix 2 or 4 over the frame y, eight butterflies at a time. */
 static void rf_stage(int16_t *y, const int32_t *st, const int32_t *ta, const int32_t *tb) {
     const int32_t radix = st[0], m = st[1], groups = st[2];
+    if (m == 1) { rf_stage_m1(y, st, ta, tb); return; }
     const __m256i div = _mm256_set1_epi16((int16_t)st[4]);
     const int split = m == 4;
     const int32_t gstep = split ? 2 : 1, ustep = split ? 4 : 8;
