@@ -22,10 +22,23 @@ typedef struct {
     int32_t *b_in, *b_rec;  /* per padded row */
     int32_t rq[8][3][8];    /* per product (4 input, 4 recurrent): mult, left, right as 8 lanes */
     int32_t el[3][3][8];    /* forget * cell, input * cell gate, tanh(cell) * output: mult, left, right */
+    int kind[11];           /* per product (8 gates', then the 3 above): RQ_GENERAL, RQ_FOLDED or RQ_HALF */
     int16_t *gates;         /* 4 * up gate values of one step */
     int16_t *xw, *hw;       /* the widened input row (kx pairs); hidden rows widened (batch * 2 * kh) */
     int16_t *cell;          /* batch * up */
 } lstm_pack;
+
+/* How one product is requantized: mnh_requant8 (general); for a multiplier > 2^30 and a right shift of 1..31
+ * both roundings folded into one 64-bit sum (mn_kernels.h's MN_RQ_FOLDED, without a zero point); for a multiplier
+ * of exactly 2^30 without a left shift (the cell update's products of two int16), the doubling high multiply is
+ * floor((x + 1) / 2). */
+enum { RQ_GENERAL, RQ_FOLDED, RQ_HALF };
+
+static int rq_kind(int32_t mult, int32_t shift, int small) {
+    if (mult == (1 << 30) && shift <= 0 && shift >= -31 && small) return RQ_HALF;
+    if (mult > (1 << 30) && shift <= -1 && shift >= -31) return RQ_FOLDED;
+    return RQ_GENERAL;
+}
 
 static int rq_lanes(int32_t dst[3][8], int32_t mult, int32_t shift) {
     for (int i = 0; i < 8; i++) dst[0][i] = mult, dst[1][i] = shift > 0 ? shift : 0, dst[2][i] = shift < 0 ? -shift : 0;
@@ -60,6 +73,10 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
     ok &= rq_lanes(p->el[0], MN_I(FORGET_MUL), MN_I(FORGET_SHIFT));
     ok &= rq_lanes(p->el[1], MN_I(INPUT_MUL), MN_I(INPUT_SHIFT));
     ok &= rq_lanes(p->el[2], MN_I(HIDDEN_MUL), MN_I(HIDDEN_SHIFT));
+    for (int k = 0; k < 2 * GATES; k++) p->kind[k] = rq_kind(quant[3 * k], quant[3 * k + 1], 0);
+    p->kind[8] = rq_kind(MN_I(FORGET_MUL), MN_I(FORGET_SHIFT), 1);
+    p->kind[9] = rq_kind(MN_I(INPUT_MUL), MN_I(INPUT_SHIFT), 1);
+    p->kind[10] = rq_kind(MN_I(HIDDEN_MUL), MN_I(HIDDEN_SHIFT), 0);
     if (!ok || MN_I(TANH_SHIFT) < 0 || MN_I(TANH_SHIFT) > 31) {
         free(p);
         return NULL;
@@ -87,9 +104,33 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
     return p;
 }
 
-static inline __m256i requantv(__m256i acc, const int32_t q[3][8], int32_t zp, int32_t lo, int32_t hi) {
-    return mnh_requant8(acc, q[0], q[1], q[2], _mm256_set1_epi32(zp), _mm256_set1_epi32(lo - zp),
-                        _mm256_set1_epi32(hi - zp));
+static inline __m256i requantv(__m256i acc, const int32_t q[3][8], int kind, int32_t zp, int32_t lo, int32_t hi) {
+    __m256i y;
+    if (kind == RQ_FOLDED) {
+        /* v = x * m + 2^30 + 2^(30+e) - [x < 0] 2^31 (exact in int64), y = floor(v / 2^(31+e)): TFLM's two
+         * roundings, as the nested floor divisions of MN_RQ_FOLDED */
+        const int e = q[2][0];
+        const __m256i m = _mm256_set1_epi32(q[0][0]), s = _mm256_srai_epi32(acc, 31);
+        const __m256i c = _mm256_set1_epi64x(((int64_t)1 << 30) + ((int64_t)1 << (30 + e)));
+        const __m256i se = _mm256_slli_epi64(_mm256_shuffle_epi32(s, 0xA0), 31);
+        const __m256i so = _mm256_slli_epi64(_mm256_shuffle_epi32(s, 0xF5), 31);
+        const __m256i ve = _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epi32(acc, m), c), se);
+        const __m256i vo = _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(acc, 32), m), c), so);
+        const __m256i hi32 = _mm256_blend_epi32(_mm256_srli_epi64(ve, 32), vo, 0xAA);
+        y = _mm256_sra_epi32(hi32, _mm_cvtsi32_si128(e - 1));
+    } else if (kind == RQ_HALF) {
+        const int e = q[2][0];
+        const __m256i h = _mm256_srai_epi32(_mm256_add_epi32(acc, _mm256_set1_epi32(1)), 1);
+        y = e == 0 ? h
+                   : _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(h, _mm256_srai_epi32(h, 31)),
+                                                       _mm256_set1_epi32(1 << (e - 1))),
+                                      _mm_cvtsi32_si128(e));
+    } else {
+        return mnh_requant8(acc, q[0], q[1], q[2], _mm256_set1_epi32(zp), _mm256_set1_epi32(lo - zp),
+                            _mm256_set1_epi32(hi - zp));
+    }
+    y = _mm256_min_epi32(_mm256_max_epi32(y, _mm256_set1_epi32(lo - zp)), _mm256_set1_epi32(hi - zp));
+    return _mm256_add_epi32(y, _mm256_set1_epi32(zp));
 }
 
 static inline __m256i sat16v(__m256i v) {
@@ -160,8 +201,8 @@ static void gate_values(lstm_pack *p, const int16_t *xw, const int16_t *hw, cons
         sumsv(ah, hw, p->w_rec + (size_t)b0 * p->kh * 16, p->kh, p->b_rec + 8 * b0, m);
         for (int k = 0; k < m; k++) {
             const int g = (b0 + k) / per_gate;
-            const __m256i from_x = requantv(ax[k], p->rq[g], 0, -32768, 32767);
-            const __m256i from_h = requantv(ah[k], p->rq[GATES + g], 0, -32768, 32767);
+            const __m256i from_x = requantv(ax[k], p->rq[g], p->kind[g], 0, -32768, 32767);
+            const __m256i from_h = requantv(ah[k], p->rq[GATES + g], p->kind[GATES + g], 0, -32768, 32767);
             const __m256i pre = sat16v(_mm256_add_epi32(from_x, from_h));
             const __m256i v = _mm256_add_epi32(pre, _mm256_add_epi32(pre, pre));
             __m256i y;
@@ -208,9 +249,9 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
             mnh_widen(p->xw, in + (size_t)row * n_input, n_input);
             gate_values(p, p->xw, hw, table, cell_tanh);
             for (int u = 0; u < up; u += 8) {
-                const __m256i kept = requantv(_mm256_mullo_epi32(load16(gf + u), load16(c + u)), p->el[0], 0, -32768,
+                const __m256i kept = requantv(_mm256_mullo_epi32(load16(gf + u), load16(c + u)), p->el[0], p->kind[8], 0, -32768,
                                              32767);
-                const __m256i added = requantv(_mm256_mullo_epi32(load16(gi + u), load16(gc + u)), p->el[1], 0,
+                const __m256i added = requantv(_mm256_mullo_epi32(load16(gi + u), load16(gc + u)), p->el[1], p->kind[9], 0,
                                               -32768, 32767);
                 const __m256i cell = _mm256_min_epi32(_mm256_max_epi32(sat16v(_mm256_add_epi32(kept, added)), clip_lo),
                                                       clip_hi);
@@ -218,7 +259,7 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
                 _mm_storeu_si128((__m128i *)(c + u), c16);
                 const __m256i v = _mm256_sra_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cell, tanh_mul), tanh_rnd),
                                                    tanh_shift);
-                const __m256i h = requantv(_mm256_mullo_epi32(tanh8(table, v), load16(go + u)), p->el[2], hidden_zp,
+                const __m256i h = requantv(_mm256_mullo_epi32(tanh8(table, v), load16(go + u)), p->el[2], p->kind[10], hidden_zp,
                                           -128, 127);
                 const __m128i h16 = _mm_packs_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
                 const int n = units - u < 8 ? units - u : 8;
