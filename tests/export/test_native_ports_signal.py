@@ -1,16 +1,23 @@
-"""The host port of SignalRfft (int16: radix-2/4 stages of span 4 and multiples of 8 in vectors) gives the portable
-kernel's, the interpreter's and the TFLM wheel's bytes: lengths whose half mixes radices 4, 2, 3 and 5 (vector
-and portable stages side by side), several frames, zero padding, inputs at both rails and alternating; the int32
-kernel stays portable."""
+"""The host ports of the audio front end's signal kernels give the portable kernels' bytes (and the
+interpreter's and the TFLM wheel's). SignalRfft (int16: radix-2/4 stages of span 1, 4 and multiples of 8 in
+vectors): lengths whose half mixes radices 4, 2, 3 and 5 (vector and portable stages side by side), several
+frames, zero padding, inputs at both rails and alternating; the int32 kernel stays portable.
+SignalFilterBankSquareRoot: roots near every awkward square, the caps, the whole uint64 range."""
 
 from __future__ import annotations
+
+import ctypes
+import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from micronn import Interpreter
 from micronn.export import NativeModel
+from micronn.export.native import FLAGS, HOST_PORTS, host_toolchain
 from micronn.kernels._signal_fft import radices, real_fft_length_ok
+from micronn.micro import lower
 from micronn.models import bundled_model
 from micronn.testing import _Tflm
 from tests.kernels.test_signal_rfft import extremes, rfft_model
@@ -51,3 +58,35 @@ def test_audio_preprocessor() -> None:
     rng = np.random.default_rng(5)
     xs = [rng.integers(-32768, 32768, (4, *v.shape)).astype(v.dtype) for v in ported.inputs]
     assert [g.tobytes() for g in ported.run_chunk(xs)[0]] == [b.tobytes() for b in portable.run_chunk(xs)[0]]
+
+
+def _sqrt_library(tmp_path: Path) -> ctypes.CDLL:
+    """The port and the portable kernel (renamed ..._portable by the port) in one host library."""
+    kernels = lower.include_dir()
+    (tmp_path / "sqrt.c").write_text((HOST_PORTS / "signal_filter_bank_square_root.c").read_text())
+    (tmp_path / "signal_filter_bank_square_root.portable.inc").write_text(
+        (kernels / "signal_filter_bank_square_root.c").read_text())
+    return ctypes.CDLL(str(host_toolchain().shared_object([tmp_path / "sqrt.c"], [tmp_path, kernels], FLAGS)))
+
+
+@pytest.mark.parametrize("shift", [0, 5, 31, 32, -1])
+def test_filter_bank_square_root(shift: int, tmp_path: Path) -> None:
+    """Rounded integer square roots near every awkward square (the double estimate corrected exactly), the caps,
+    random values over the whole uint64 range (uint64 tensors cannot be a NativeModel's inputs: the kernels are
+    called directly); a scale outside [0, 31] left to the portable kernel (zeros). The model's roots above."""
+    from tests.kernels.test_signal_filter_bank_square_root import near_squares, spread
+
+    lib = _sqrt_library(tmp_path)
+    x = np.ascontiguousarray(np.concatenate([near_squares(), spread(3000, 7)]))
+    scale = np.array([shift], np.int32)
+    outs = []
+    for name in ("mn_signal_filter_bank_square_root_u64", "mn_signal_filter_bank_square_root_u64_portable"):
+        out = np.zeros(len(x), np.uint32)
+        args = (ctypes.c_size_t * 4)(out.ctypes.data, x.ctypes.data, scale.ctypes.data, len(x))
+        lib[name](args)
+        outs.append(out)
+    assert outs[0].tobytes() == outs[1].tobytes()
+    if 0 <= shift <= 31:
+        want = [(r + (v - r * r > r and r != (0xFFFF if v < 2**32 else 0xFFFFFFFF))) >> shift
+                for v in map(int, x) for r in [math.isqrt(v)]]
+        assert outs[0].tolist() == want
