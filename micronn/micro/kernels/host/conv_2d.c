@@ -125,6 +125,7 @@ typedef struct {
     int16_t *w;                  /* per 8-channel block: segs * lp pairs x 8 channels (16 int16) */
     int32_t *bias;               /* bias_full, padded to whole blocks */
     mnh_rq rq;
+    mnh_fq fq;                   /* fq.ok: the sums are small enough for mnh_fq8_apply */
 } direct_pack;
 
 static int16_t *direct_scratch;
@@ -132,9 +133,10 @@ static size_t direct_cap;
 
 enum { DIRECT_MAX_IMAGE = 1 << 23 }; /* int16 values of the padded image (16 MiB); beyond, the im2col path */
 
+/* cached under args + 1: the other path's pack is cached under args */
 static const direct_pack *direct_prepare(const mn_word *args) {
     mnh_slot *slot;
-    direct_pack *p = (direct_pack *)mnh_lookup(args, &slot);
+    direct_pack *p = (direct_pack *)mnh_lookup(args + 1, &slot);
     if (p) return p;
     const int in_c = MN_I(IN_C), out_c = MN_I(OUT_C), fh = MN_I(F_H), fw = MN_I(F_W), dh = MN_I(D_H), dw = MN_I(D_W);
     const int in_h = MN_I(IN_H), in_w = MN_I(IN_W), k = fh * fw * in_c, blocks = mnh_blocks8(out_c);
@@ -149,7 +151,8 @@ static const direct_pack *direct_prepare(const mn_word *args) {
     p->bias = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
     int32_t *shift = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
     int32_t *mult = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
-    if (!p->off || !p->w || !p->bias || !shift || !mult) return NULL;
+    int64_t *bound = (int64_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int64_t));
+    if (!p->off || !p->w || !p->bias || !shift || !mult || !bound) return NULL;
     for (int s = 0; s < segs; s++) {
         const int fy = dw == 1 ? s : s / fw, fx = dw == 1 ? 0 : s % fw;
         p->off[s] = (fy * dh * p->wp + fx * dw) * in_c;
@@ -161,10 +164,12 @@ static const direct_pack *direct_prepare(const mn_word *args) {
             for (int e = 0; e < len; e++) d[((size_t)s * lp + e / 2) * 16 + (e & 1)] = filter[(size_t)r * k + s * len + e];
         p->bias[r] = MN_P(const int32_t, BIAS_FULL)[r];
         mult[r] = MN_P(const int32_t, MULT)[r], shift[r] = MN_P(const int8_t, SHIFT)[r];
+        bound[r] = (p->bias[r] < 0 ? -(int64_t)p->bias[r] : p->bias[r]) + (int64_t)k * 128 * 128;
     }
     if (!mnh_rq_init(&p->rq, mult, shift, blocks * 8, 8)) return NULL;
-    free(mult), free(shift);
-    mnh_keep(slot, args, p);
+    if (!mnh_fq_init(&p->fq, mult, shift, bound, MN_I(OUT_ZP), out_c, 8)) return NULL;
+    free(mult), free(shift), free(bound);
+    mnh_keep(slot, args + 1, p);
     return p;
 }
 
@@ -199,6 +204,40 @@ static const direct_pack *direct_prepare(const mn_word *args) {
 enum { MR16 = 6, MR8 = 12 };
 DIRECT_KERNEL(direct16, MR16, 2)
 DIRECT_KERNEL(direct8, MR8, 1)
+
+/* m pixels' 16 channels (acc[2 i], acc[2 i + 1]) requantized by mnh_fq and stored, n <= 16 of them per pixel. */
+__attribute__((always_inline)) static inline void direct_store16(int8_t *out, size_t stride, int m, int n,
+                                                                 const __m256i *acc, const mnh_fq8 *r0,
+                                                                 const mnh_fq8 *r1, int left, int e0) {
+    for (int i = 0; i < m; i++) {
+        const __m256i y0 = mnh_fq8_apply(acc[2 * i], r0, left, e0), y1 = mnh_fq8_apply(acc[2 * i + 1], r1, left, e0);
+        const __m256i t = _mm256_permute4x64_epi64(_mm256_packs_epi32(y0, y1), 0xD8);
+        const __m128i b = _mm_packs_epi16(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+        if (n == 16) {
+            _mm_storeu_si128((__m128i *)(out + i * stride), b);
+        } else {
+            int8_t tmp[16];
+            _mm_storeu_si128((__m128i *)tmp, b);
+            memcpy(out + i * stride, tmp, (size_t)n);
+        }
+    }
+}
+
+/* m pixels' 8 channels (acc[i]) requantized by mnh_fq and stored, n <= 8 of them per pixel. */
+__attribute__((always_inline)) static inline void direct_store8(int8_t *out, size_t stride, int m, int n,
+                                                                const __m256i *acc, const mnh_fq8 *r, int left,
+                                                                int e0) {
+    for (int i = 0; i < m; i++) {
+        const __m128i b = mnh_bytes8(mnh_fq8_apply(acc[i], r, left, e0));
+        if (n == 8) {
+            _mm_storel_epi64((__m128i *)(out + i * stride), b);
+        } else {
+            int8_t tmp[16];
+            _mm_storeu_si128((__m128i *)tmp, b);
+            memcpy(out + i * stride, tmp, (size_t)n);
+        }
+    }
+}
 
 /* The scratch holds at least `need` int16; 0 when out of memory. */
 static int direct_reserve(size_t need) {
@@ -239,7 +278,7 @@ static int conv_direct(const mn_word *args) {
     const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), out_c = MN_I(OUT_C), sh = MN_I(S_H), sw = MN_I(S_W);
     const int32_t out_zp = MN_I(OUT_ZP), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
     const int blocks = mnh_blocks8(out_c), total = out_h * out_w, wide = blocks >= 2;
-    const int mr = wide ? MR16 : MR8;
+    const int mr = wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
     const size_t wstep = (size_t)p->segs * p->lp * 16;
     __m256i acc[MR8];
     for (int b = 0; b < n; b++) {
@@ -257,15 +296,26 @@ static int conv_direct(const mn_word *args) {
             int bl = 0;
             for (; wide && bl + 2 <= blocks; bl += 2) {
                 direct16(px, p, p->w + bl * wstep, p->bias + bl * 8, acc);
-                mnh_store8xm(o + bl * 8, (size_t)out_c, m, mn_min(8, out_c - bl * 8), acc, 2, &p->rq, bl * 8, out_zp,
-                             lo, hi);
-                mnh_store8xm(o + bl * 8 + 8, (size_t)out_c, m, mn_min(8, out_c - bl * 8 - 8), acc + 1, 2, &p->rq,
-                             bl * 8 + 8, out_zp, lo, hi);
+                const int nn = mn_min(16, out_c - bl * 8);
+                if (fast) {
+                    const mnh_fq8 r0 = mnh_fq8_load(&p->fq, bl * 8, lo, hi), r1 = mnh_fq8_load(&p->fq, bl * 8 + 8, lo, hi);
+                    if (!left && !e0) direct_store16(o + bl * 8, (size_t)out_c, m, nn, acc, &r0, &r1, 0, 0);
+                    else direct_store16(o + bl * 8, (size_t)out_c, m, nn, acc, &r0, &r1, 1, 1);
+                    continue;
+                }
+                mnh_store8xm(o + bl * 8, (size_t)out_c, m, mn_min(8, nn), acc, 2, &p->rq, bl * 8, out_zp, lo, hi);
+                mnh_store8xm(o + bl * 8 + 8, (size_t)out_c, m, nn - 8, acc + 1, 2, &p->rq, bl * 8 + 8, out_zp, lo, hi);
             }
             for (; bl < blocks; bl++) {
                 direct8(px, p, p->w + bl * wstep, p->bias + bl * 8, acc);
-                mnh_store8xm(o + bl * 8, (size_t)out_c, m, mn_min(8, out_c - bl * 8), acc, 1, &p->rq, bl * 8, out_zp,
-                             lo, hi);
+                const int nn = mn_min(8, out_c - bl * 8);
+                if (fast) {
+                    const mnh_fq8 r = mnh_fq8_load(&p->fq, bl * 8, lo, hi);
+                    if (!left && !e0) direct_store8(o + bl * 8, (size_t)out_c, m, nn, acc, &r, 0, 0);
+                    else direct_store8(o + bl * 8, (size_t)out_c, m, nn, acc, &r, 1, 1);
+                    continue;
+                }
+                mnh_store8xm(o + bl * 8, (size_t)out_c, m, nn, acc, 1, &p->rq, bl * 8, out_zp, lo, hi);
             }
         }
     }

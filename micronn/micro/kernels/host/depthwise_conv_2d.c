@@ -85,16 +85,19 @@ static const dw_pack *dw_prepare(const mn_word *args) {
     return p;
 }
 
-/* ---- the paired path: a filter row's taps two at a time from an image of column pairs ---------------------------
- * Per image, each position (y, x) of the zero-point-padded input holds, per 8-channel block, the 8 pairs
- * (in[y][x][c], in[y][x + dw][c]) as int16 (the scratch below, shared by every call site): taps fx and fx + 1 of a
- * window are then one madd with the pair of their weights, and an odd row's last tap pairs with a zero weight. A
- * block's weights and requantization parameters stay in registers over the block's output pixels; requantization
- * is mnh_fq's (the sums are bounded: |acc| <= |bias_full| + taps * 128 * 128). */
+/* ---- the paired path: a filter row's taps two at a time from rows of column pairs --------------------------------
+ * A paired row holds, at each position x of a zero-point-padded input row and per 8-channel block, the 8 pairs
+ * (in[y][x][c], in[y][x + dw][c]) as int16: taps fx and fx + 1 of a window are then one madd with the pair of their
+ * weights, and an odd row's last tap pairs with a zero weight. Only the positions windows start pairs at are built
+ * (every other one under an even stride), and only the (fh - 1) * dh + 1 rows one output row reads are kept, in a
+ * ring (the scratch below, shared by every call site), each built once per image. Per output row and 8-channel
+ * block, the block's weights and requantization parameters stay in registers; requantization is mnh_fq's (the sums
+ * are bounded: |acc| <= |bias_full| + taps * 128 * 128). */
 typedef struct {
-    int hp, wp, c8, fw2;  /* padded image height, width; 8-channel blocks; pairs per filter row */
-    int16_t *w;           /* per block, row and pair: 16 int16 */
-    int32_t *bias;        /* bias_full, padded to whole blocks */
+    int c8, fw2, g, xn;  /* 8-channel blocks; pairs per filter row; positions built every g; positions per row */
+    int ring;            /* paired rows kept */
+    int16_t *w;          /* per block, row and pair: 16 int16 */
+    int32_t *bias;       /* bias_full, padded to whole blocks */
     mnh_fq fq;
 } pair_pack;
 
@@ -102,17 +105,17 @@ static int16_t *pair_scratch;
 static int8_t *pair_row;
 static size_t pair_cap, pair_row_cap;
 
-enum { PAIR_MAX_IMAGE = 1 << 23 }; /* int16 values of the paired image (16 MiB); beyond, the per-pixel path */
-
-static const pair_pack *pair_prepare(const mn_word *args, int hp, int wp) {
+/* cached under args + 1: the other path's pack is cached under args */
+static const pair_pack *pair_prepare(const mn_word *args, int wp) {
     mnh_slot *slot;
-    pair_pack *p = (pair_pack *)mnh_lookup(args, &slot);
+    pair_pack *p = (pair_pack *)mnh_lookup(args + 1, &slot);
     if (p) return p;
     const int c = MN_I(IN_C) * MN_I(DEPTH_MULT), fh = MN_I(F_H), fw = MN_I(F_W), c8 = (c + 7) / 8, fw2 = (fw + 1) / 2;
     const int taps = fh * fw;
     p = (pair_pack *)mnh_alloc(sizeof(pair_pack));
     if (!p) return NULL;
-    p->hp = hp, p->wp = wp, p->c8 = c8, p->fw2 = fw2;
+    p->c8 = c8, p->fw2 = fw2, p->g = MN_I(S_W) % 2 == 0 ? 2 : 1, p->xn = (wp + p->g - 1) / p->g;
+    p->ring = (fh - 1) * MN_I(D_H) + 1;
     p->w = (int16_t *)mnh_alloc((size_t)c8 * fh * fw2 * 16 * sizeof(int16_t));
     p->bias = (int32_t *)mnh_alloc((size_t)c8 * 8 * sizeof(int32_t));
     int32_t *shift = (int32_t *)mnh_alloc((size_t)c8 * 8 * sizeof(int32_t));
@@ -129,43 +132,55 @@ static const pair_pack *pair_prepare(const mn_word *args, int hp, int wp) {
     }
     if (!mnh_fq_init(&p->fq, MN_P(const int32_t, MULT), shift, bound, MN_I(OUT_ZP), c, 8)) return NULL;
     free(shift), free(bound);
-    mnh_keep(slot, args, p);
+    mnh_keep(slot, args + 1, p);
     return p;
 }
 
-/* The paired image of one input image: padded rows built as int8 (channels repeated `mult` times), then paired. */
-static void pair_image(const pair_pack *p, const int8_t *image, int in_h, int in_w, int in_c, int mult, int pad_t,
-                       int pad_l, int dw, int8_t zp) {
-    const int c = in_c * mult, wp = p->wp, c8 = p->c8;
-    const int rows = mn_min(in_h, p->hp - pad_t), cols = mn_min(in_w, wp - pad_l);
+/* Paired row y (padded coordinates) of one image into d: the padded int8 row first (channels repeated `mult`
+ * times), then its pairs, 16 channels at a time where they are whole. */
+static void pair_build(const pair_pack *p, int16_t *d, int y, const int8_t *image, int in_h, int in_w, int in_c,
+                       int mult, int pad_t, int pad_l, int wp, int dw, int8_t zp) {
+    const int c = in_c * mult, c8 = p->c8, g = p->g, cols = mn_min(in_w, wp - pad_l), iy = y - pad_t;
     int8_t *r = pair_row;
-    for (int y = 0; y < p->hp; y++) {
-        memset(r, zp, ((size_t)wp + dw) * c + 16);
-        const int iy = y - pad_t;
-        if (iy >= 0 && iy < rows) {
-            const int8_t *src = image + (size_t)iy * in_w * in_c;
-            int8_t *dst = r + (size_t)pad_l * c;
-            if (mult == 1) memcpy(dst, src, (size_t)cols * c);
-            else
-                for (int i = 0; i < cols * in_c; i++)
-                    for (int m = 0; m < mult; m++) *dst++ = src[i];
-        }
-        int16_t *d = pair_scratch + (size_t)y * wp * c8 * 16;
-        for (int x = 0; x < wp; x++) {
-            const int8_t *a = r + (size_t)x * c, *b = a + (size_t)dw * c;
-            for (int k = 0; k < c8; k++, d += 16) {
-                const __m128i xa = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(a + 8 * k)));
-                const __m128i xb = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(b + 8 * k)));
-                _mm256_storeu_si256((__m256i *)d,
-                                    _mm256_set_m128i(_mm_unpackhi_epi16(xa, xb), _mm_unpacklo_epi16(xa, xb)));
+    memset(r, zp, ((size_t)wp + dw) * c + 16);
+    if (iy >= 0 && iy < in_h) {
+        const int8_t *src = image + (size_t)iy * in_w * in_c;
+        int8_t *dst = r + (size_t)pad_l * c;
+        if (mult == 1) {
+            memcpy(dst, src, (size_t)cols * c);
+        } else if (mult % 8 == 0) {
+            for (int i = 0; i < cols * in_c; i++) {
+                const uint64_t v = (uint8_t)src[i] * 0x0101010101010101ull;
+                for (int m = 0; m < mult; m += 8, dst += 8) memcpy(dst, &v, 8);
             }
+        } else {
+            for (int i = 0; i < cols * in_c; i++)
+                for (int m = 0; m < mult; m++) *dst++ = src[i];
+        }
+    }
+    for (int x = 0; x < p->xn; x++) {
+        const int8_t *a = r + (size_t)x * g * c, *b = a + (size_t)dw * c;
+        int k = 0;
+        for (; k + 2 <= c8; k += 2, d += 32) {
+            const __m256i xa = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(a + 8 * k)));
+            const __m256i xb = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 8 * k)));
+            const __m256i lo = _mm256_unpacklo_epi16(xa, xb), hi = _mm256_unpackhi_epi16(xa, xb);
+            _mm256_storeu_si256((__m256i *)d, _mm256_permute2x128_si256(lo, hi, 0x20));
+            _mm256_storeu_si256((__m256i *)(d + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+        }
+        if (k < c8) {
+            const __m128i xa = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(a + 8 * k)));
+            const __m128i xb = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(b + 8 * k)));
+            _mm256_storeu_si256((__m256i *)d, _mm256_set_m128i(_mm_unpackhi_epi16(xa, xb), _mm_unpacklo_epi16(xa, xb)));
+            d += 16;
         }
     }
 }
 
-/* One 8-channel block over every output pixel (FH x FW2 pairs; constants where the caller specialises). */
-__attribute__((always_inline)) static inline void pair_block(const pair_pack *p, int k, int8_t *out, int out_h,
-                                                             int out_w, int c, int sh, int sw, int dh, int dw,
+/* One output row of one 8-channel block from the paired rows rows[fy] (FH x FW2 pairs; constants where the caller
+ * specialises); xs, qs: int16 between the windows of neighbouring pixels, between a row's pairs. */
+__attribute__((always_inline)) static inline void pair_block(const pair_pack *p, int k, const int16_t *const *rows,
+                                                             int8_t *o, int out_w, int c, size_t xs, size_t qs,
                                                              int32_t lo, int32_t hi, int fh, int fw2, int left,
                                                              int e0) {
     enum { MAXW = 32 };
@@ -174,43 +189,42 @@ __attribute__((always_inline)) static inline void pair_block(const pair_pack *p,
     for (int t = 0; t < fh * fw2 && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + 16 * t));
     const __m256i bias = _mm256_loadu_si256((const __m256i *)(p->bias + 8 * k));
     const mnh_fq8 r = mnh_fq8_load(&p->fq, 8 * k, lo, hi);
-    const size_t pos = (size_t)p->c8 * 16, row = (size_t)p->wp * pos; /* int16 per position, per row */
     const int n = mn_min(8, c - 8 * k);
-    const int16_t *base = pair_scratch + (size_t)k * 16;
-    for (int oy = 0; oy < out_h; oy++) {
-        const int16_t *y0 = base + (size_t)oy * sh * row;
-        int8_t *o = out + (size_t)oy * out_w * c + 8 * k;
-        for (int ox = 0; ox < out_w; ox++, o += c) {
-            const int16_t *x0 = y0 + (size_t)ox * sw * pos;
-            __m256i a = bias;
-            for (int fy = 0; fy < fh; fy++)
-                for (int q = 0; q < fw2; q++) {
-                    const __m256i v = _mm256_loadu_si256((const __m256i *)(x0 + fy * dh * row + 2 * q * dw * pos));
-                    const __m256i wt = fy * fw2 + q < MAXW ? w[fy * fw2 + q]
-                                                          : _mm256_loadu_si256((const __m256i *)(wk + 16 * (fy * fw2 + q)));
-                    a = _mm256_add_epi32(a, _mm256_madd_epi16(v, wt));
-                }
-            const __m128i b = mnh_bytes8(mnh_fq8_apply(a, &r, left, e0));
-            if (n == 8) {
-                _mm_storel_epi64((__m128i *)o, b);
-            } else {
-                int8_t tmp[16];
-                _mm_storeu_si128((__m128i *)tmp, b);
-                memcpy(o, tmp, (size_t)n);
+    const size_t kk = (size_t)k * 16;
+    o += 8 * k;
+    for (int ox = 0; ox < out_w; ox++, o += c) {
+        const size_t at = (size_t)ox * xs + kk;
+        __m256i a = bias;
+        for (int fy = 0; fy < fh; fy++)
+            for (int q = 0; q < fw2; q++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(rows[fy] + at + q * qs));
+                const __m256i wt = fy * fw2 + q < MAXW ? w[fy * fw2 + q]
+                                                      : _mm256_loadu_si256((const __m256i *)(wk + 16 * (fy * fw2 + q)));
+                a = _mm256_add_epi32(a, _mm256_madd_epi16(v, wt));
             }
+        const __m128i b = mnh_bytes8(mnh_fq8_apply(a, &r, left, e0));
+        if (n == 8) {
+            _mm_storel_epi64((__m128i *)o, b);
+        } else {
+            int8_t tmp[16];
+            _mm_storeu_si128((__m128i *)tmp, b);
+            memcpy(o, tmp, (size_t)n);
         }
     }
 }
+
+enum { PAIR_MAX_FH = 64 };
 
 static int dw_paired(const mn_word *args) {
     const int mult = MN_I(DEPTH_MULT), in_c = MN_I(IN_C), c = in_c * mult, fh = MN_I(F_H), fw = MN_I(F_W);
     const int dh = MN_I(D_H), dw = MN_I(D_W), sh = MN_I(S_H), sw = MN_I(S_W);
     const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), in_h = MN_I(IN_H), in_w = MN_I(IN_W);
-    const int hp = mn_max(in_h + MN_I(PAD_T), (out_h - 1) * sh + (fh - 1) * dh + 1);
     const int wp = mn_max(in_w + MN_I(PAD_L), (out_w - 1) * sw + (fw - 1) * dw + 1);
-    const int c8 = (c + 7) / 8;
-    const size_t need = (size_t)hp * wp * c8 * 16, row_need = ((size_t)wp + dw) * c + 16;
-    if (mult < 1 || need > PAIR_MAX_IMAGE) return 0;
+    if (mult < 1 || fh > PAIR_MAX_FH) return 0;
+    const pair_pack *p = pair_prepare(args, wp);
+    if (!p || !p->fq.ok) return 0;
+    const size_t row = (size_t)p->xn * p->c8 * 16, need = (size_t)p->ring * row;
+    const size_t row_need = ((size_t)wp + dw) * c + 16;
     if (need > pair_cap) {
         int16_t *b = (int16_t *)realloc(pair_scratch, need * sizeof(int16_t));
         if (!b) return 0;
@@ -221,23 +235,33 @@ static int dw_paired(const mn_word *args) {
         if (!b) return 0;
         pair_row = b, pair_row_cap = row_need;
     }
-    const pair_pack *p = pair_prepare(args, hp, wp);
-    if (!p || !p->fq.ok) return 0;
     int8_t *out = MN_P(int8_t, OUT);
     const int8_t *in = MN_P(const int8_t, IN);
     const int32_t lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
-    const int left = p->fq.any_left, e0 = p->fq.any_e0, fw2 = p->fw2;
+    const int left = p->fq.any_left, e0 = p->fq.any_e0, fw2 = p->fw2, ring = p->ring, pad_t = MN_I(PAD_T);
+    const size_t xs = (size_t)(sw / p->g) * p->c8 * 16, qs = (size_t)(2 * dw / p->g) * p->c8 * 16;
+    const int8_t zp = (int8_t)-MN_I(IN_OFF);
     for (int b = 0; b < MN_I(N); b++) {
-        pair_image(p, in + (size_t)b * in_h * in_w * in_c, in_h, in_w, in_c, mult, MN_I(PAD_T), MN_I(PAD_L), dw,
-                   (int8_t)-MN_I(IN_OFF));
+        const int8_t *image = in + (size_t)b * in_h * in_w * in_c;
         int8_t *ob = out + (size_t)b * out_h * out_w * c;
-        for (int k = 0; k < c8; k++) {
-            if (fh == 3 && fw2 == 2 && !left && !e0)
-                pair_block(p, k, ob, out_h, out_w, c, sh, sw, dh, dw, lo, hi, 3, 2, 0, 0);
-            else if (!left && !e0)
-                pair_block(p, k, ob, out_h, out_w, c, sh, sw, dh, dw, lo, hi, fh, fw2, 0, 0);
-            else
-                pair_block(p, k, ob, out_h, out_w, c, sh, sw, dh, dw, lo, hi, fh, fw2, 1, 1);
+        int built = 0; /* paired rows built so far: rows [0, built) */
+        for (int oy = 0; oy < out_h; oy++) {
+            const int16_t *rows[PAIR_MAX_FH];
+            const int last = oy * sh + (fh - 1) * dh;
+            if (built < oy * sh) built = oy * sh; /* rows no window reads */
+            for (; built <= last; built++)
+                pair_build(p, pair_scratch + (size_t)(built % ring) * row, built, image, in_h, in_w, in_c, mult, pad_t,
+                           MN_I(PAD_L), wp, dw, zp);
+            for (int fy = 0; fy < fh; fy++) rows[fy] = pair_scratch + (size_t)((oy * sh + fy * dh) % ring) * row;
+            int8_t *o = ob + (size_t)oy * out_w * c;
+            for (int k = 0; k < p->c8; k++) {
+                if (fh == 3 && fw2 == 2 && !left && !e0)
+                    pair_block(p, k, rows, o, out_w, c, xs, qs, lo, hi, 3, 2, 0, 0);
+                else if (!left && !e0)
+                    pair_block(p, k, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 0, 0);
+                else
+                    pair_block(p, k, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 1, 1);
+            }
         }
     }
     return 1;
