@@ -1,6 +1,8 @@
-"""The float32 host ports' vector math (micronn/micro/kernels/host/mn_host_libm.h): expf, TFLM's sigmoid and tanhf
-eight lanes at a time give the scalar functions' bits (mn_libm.h, glibc's algorithms) and glibc's own, on a large
-random sample of bit patterns, every branch threshold's neighbours and the special values.
+"""The float32 host ports. Their vector math (micronn/micro/kernels/host/mn_host_libm.h): expf, TFLM's sigmoid and
+tanhf eight lanes at a time give the scalar functions' bits (mn_libm.h, glibc's algorithms) and glibc's own, on a
+large random sample of bit patterns, every branch threshold's neighbours and the special values. CONV_2D and
+DEPTHWISE_CONV_2D in tiles of pixels x channel blocks: awkward widths and depths against the interpreter (and the
+wheel), and the output streamed over the input (`stage`) against the portable kernels.
 
 The one-off exhaustive check (all 2^32 inputs, each function: 0 differences from mn_libm.h and from glibc, NaNs
 aside for glibc) is ``python tests/export/test_native_ports_f32.py --all`` (minutes per function)."""
@@ -14,7 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_native_ports import assert_ported_same, conv_f32, depthwise_f32, fully_connected_f32
+from test_native_ports_more import lstm_f32
 
+from micronn import Interpreter
+from micronn.export import NativeModel
 from micronn.export.native import FLAGS, host_toolchain
 from micronn.micro import lower
 
@@ -61,6 +67,10 @@ long exhaustive(int which, unsigned long lo, unsigned long hi, long *glibc_diffe
 """
 
 FUNCTIONS = ["expf", "sigmoid", "tanhf"]
+
+
+def _id(case: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in case.items()) or "default"
 
 
 def _library() -> ctypes.CDLL:
@@ -127,3 +137,109 @@ if __name__ == "__main__" and "--all" in sys.argv:  # the one-off exhaustive che
         glibc_differs = ctypes.c_long(0)
         differs = library.exhaustive(k, 0, 1 << 32, ctypes.byref(glibc_differs))
         print(f"{fn}: {differs} of 2^32 inputs differ from mn_libm.h, {glibc_differs.value} from glibc")
+
+
+# ---- CONV_2D and DEPTHWISE_CONV_2D float32: tiles of pixels x channel blocks -------------------------------------
+
+CONV_TILES = [  # output widths around the tiles (8, 6, 4, 3 pixels and halves), 1 to 7 blocks of channels
+    {"cin": 1, "cout": 8, "h": 10, "w": 28},
+    {"cin": 1, "cout": 8, "h": 5, "w": 13, "pad": 0, "fh": 5, "fw": 5},
+    {"cin": 8, "cout": 16, "fh": 1, "fw": 1, "h": 13, "w": 13},
+    {"cin": 3, "cout": 24, "w": 11, "pad": 0},
+    {"cin": 4, "cout": 33, "w": 12, "stride": (2, 2), "pad": 0},
+    {"cin": 2, "cout": 56, "w": 9, "dil": (1, 2)},
+    {"cin": 5, "cout": 7, "w": 3, "fh": 3, "fw": 3, "pad": 0},  # one column: every pixel at a border
+    {"cin": 6, "cout": 17, "w": 20, "fw": 7, "pad": 0, "stride": (1, 3)},
+    {"cin": 9, "cout": 40, "h": 4, "w": 14, "n": 2, "act": 3},
+]
+
+DEPTHWISE_TILES = [
+    {"c": 8, "h": 13, "w": 13, "pad": 0},
+    {"c": 8, "w": 21, "act": 1},
+    {"c": 16, "w": 19, "pad": 0, "stride": (1, 2)},
+    {"c": 27, "w": 10, "pad": 0, "fh": 5, "fw": 5},
+    {"c": 40, "w": 7, "n": 2},
+    {"c": 5, "w": 12, "pad": 0},
+]
+
+
+@pytest.mark.parametrize("case", CONV_TILES, ids=_id)
+def test_conv_2d_f32_tiles(case: dict) -> None:
+    assert_ported_same(conv_f32(**case))
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_TILES, ids=_id)
+def test_depthwise_conv_2d_f32_tiles(case: dict) -> None:
+    assert_ported_same(depthwise_f32(**case))
+
+
+def test_tiles_the_wheel_agrees() -> None:
+    assert_ported_same(conv_f32(cin=3, cout=24, w=19, pad=0, act=1), wheel=True)
+    assert_ported_same(depthwise_f32(c=16, w=19, pad=0, act=1), wheel=True)
+
+
+# the ports called directly, the output streamed over the input (`stage`), against the portable kernels
+
+
+def _kernel_library(name: str) -> ctypes.CDLL:
+    """The host port of kernels/NAME.c with its portable kernel beside it (NAME_portable), as NativeModel builds
+    them."""
+    d = Path(tempfile.mkdtemp(prefix="micronn-port-"))
+    (d / f"{name}.c").write_text((lower.include_dir() / "host" / f"{name}.c").read_text())
+    (d / f"{name}.portable.inc").write_text((lower.include_dir() / f"{name}.c").read_text())
+    so = host_toolchain().shared_object([d / f"{name}.c"], [d, lower.include_dir(), lower.include_dir() / "host"],
+                                        FLAGS)
+    return ctypes.CDLL(str(so))
+
+
+def _f32_word(v: float) -> int:
+    return int(np.array(v, np.float32).view(np.uint32))
+
+
+@pytest.mark.parametrize("depthwise", [False, True], ids=["conv", "depthwise"])
+@pytest.mark.parametrize("c,pad,k", [(8, 0, 3), (16, 1, 3), (24, 0, 1), (40, 1, 3), (11, 0, 3), (33, 1, 5)])
+def test_streamed_output_over_the_input(depthwise: bool, c: int, pad: int, k: int) -> None:
+    """`stage` (output over the input, `gap` pixels behind it): each tile's pixels are read before any is stored."""
+    name = "depthwise_conv_2d_f32" if depthwise else "conv_2d_f32"
+    lib, rng, keep = _kernel_library(name), np.random.default_rng(c + k), []
+    h, w = 6, 17
+    pt = (k - 1) // 2 if pad == 0 else 0  # pad 0: SAME
+    oh, ow = (h, w) if pad == 0 else (h - k + 1, w - k + 1)
+    gap = (w + 1) * pt + 1  # pixels: the output never reaches an input still to read
+    x = rng.uniform(-2, 2, (h, w, c)).astype(np.float32)
+    weights = rng.uniform(-1, 1, (1, k, k, c) if depthwise else (c, k, k, c)).astype(np.float32)
+    bias = rng.uniform(-1, 1, c).astype(np.float32)
+    results = []
+    for fn in (f"mn_{name}_portable", f"mn_{name}"):
+        arena = np.zeros((gap + h * w) * c + 64, np.float32)
+        arena[gap * c:(gap + h * w) * c] = x.ravel()
+        ptr = arena.ctypes.data
+        shape = [1, k, k] if depthwise else [c, k, k, c]  # MULT, F_H, F_W or OUT_C, F_H, F_W, F_C
+        words = [ptr, ptr + gap * c * 4, weights.ctypes.data, bias.ctypes.data, 1, h, w, c, oh, ow, *shape,
+                 1, 1, 1, 1, pt, pt, _f32_word(-1.5), _f32_word(1.5), 1]
+        args = np.array(words, np.uint64)
+        keep.append((args, arena))  # the ports cache their packed weights by the argument array's address
+        getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
+        results.append(arena[:oh * ow * c].copy())
+    assert results[0].tobytes() == results[1].tobytes()
+
+
+@pytest.mark.parametrize("model", ["conv", "depthwise", "conv_1x1", "fully_connected", "lstm"])
+def test_sums_of_nans_keep_the_portable_kernels_nan(model: str) -> None:
+    """Inputs dense with NaNs of both signs: where two meet in a sum, the port keeps the portable kernel's (the
+    total's, then the input's), whatever order the compiler gave the vector operations."""
+    data = {"conv": lambda: conv_f32(cin=3, cout=24, w=19, pad=1),
+            "depthwise": lambda: depthwise_f32(c=16, w=19, pad=0),
+            "conv_1x1": lambda: conv_f32(cin=8, cout=16, fh=1, fw=1, w=13),
+            "fully_connected": lambda: fully_connected_f32(batches=3, depth=40, units=37),
+            "lstm": lambda: lstm_f32(steps=6, n_input=9, units=20, batch=2)}[model]()
+    it = Interpreter(data)
+    rng = np.random.default_rng(1)
+    shape = it.subgraph.tensors[it.subgraph.inputs[0]].shape
+    x = rng.uniform(-2, 2, (4, *shape)).astype(np.float32)
+    nans = rng.random(x.shape) < 0.3
+    x[nans] = np.where(rng.random(int(nans.sum())) < 0.5, np.float32(np.nan), -np.float32(np.nan))
+    got, done, _ = NativeModel(data).run_chunk([x])
+    want, _, _ = NativeModel(data, host_ports=False).run_chunk([x])
+    assert done == 4
+    assert got[0].tobytes() == want[0].tobytes()

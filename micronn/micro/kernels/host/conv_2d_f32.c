@@ -3,8 +3,13 @@
  *
  * Vectorized across output channels, never across a sum: each lane is one output channel's total, which adds its
  * taps in the portable kernel's order (filter_y, filter_x, in_channel; taps in the padding skipped), each product
- * rounded before its addition (no FMA), then the bias, then the clamp. Per output pixel, 32 (then 8) channels
- * at a time, the filter repacked once per call site as [channel block][tap][8 channels] (mn_host.h's cache).
+ * rounded before its addition (no FMA), then the bias, then the clamp. Each sum is one chain of dependent
+ * additions, so a tile keeps 8 to 12 of them in flight: P output pixels of a row that skip the same taps (the
+ * interior ones all do) times B blocks of 8 output channels (8 x 1, 6 x 2, 4 x 3, 3 x 4), the pixels' inputs
+ * broadcast, the blocks' weights loaded once per tap for the P pixels. The filter is repacked once per call site
+ * as [channel block][tap][8 channels] (mn_host.h's cache). A compiler may swap the operands of the vector adds and
+ * multiplies, which decides which NaN a sum of two NaNs keeps: a tile with a NaN sum is computed again with the
+ * operand order fixed (mnh_add_ps, mnh_mul_ps).
  */
 #define mn_conv_2d_f32 mn_conv_2d_f32_portable
 #include "conv_2d_f32.portable.inc"
@@ -42,19 +47,143 @@ static inline __m256 fclamp(__m256 x, __m256 lo, __m256 hi) {
     return _mm256_blendv_ps(x, hi, _mm256_cmp_ps(hi, x, _CMP_LT_OQ));
 }
 
+typedef struct {
+    const float *w, *bias; /* packed filter and bias */
+    const float *lo, *hi;
+    int k, in_c, fw, dw, has_bias;
+    size_t x_step, w_step; /* floats between two pixels' inputs (stride * in_c), between two blocks' weights */
+} fconv_call;
+
+/* P pixels (inputs x + p * x_step) x B blocks of 8 channels from block `bl`: each lane's sum over taps (fy, fx, c)
+ * of rows x_rows[fy] (nr rows), columns [fx0, fx1), then bias and clamp, stored at o[p] + 8 * (bl + j). */
+__attribute__((always_inline)) static inline void fconv_tile(const fconv_call *cc, const float *const *x_rows, int nr,
+                                                             const int *fy_of, int fx0, int fx1, int bl, float **o,
+                                                             int out_c, const int P, const int B) {
+    __m256 acc[P * B];
+    const int in_c = cc->in_c, fw = cc->fw, dw = cc->dw;
+    const size_t xs = cc->x_step, ws = cc->w_step;
+    const float *w0 = cc->w + (size_t)bl * ws;
+/* one tap: B weight vectors at w, P pixels' inputs at x; ADD and MUL the vector operations */
+#define TAP(x, w, ADD, MUL)                                                                                        \
+    do {                                                                                                           \
+        __m256 wv[B];                                                                                              \
+        for (int j = 0; j < B; j++) wv[j] = _mm256_loadu_ps((w) + j * ws);                                         \
+        for (int p = 0; p < P; p++) {                                                                              \
+            const __m256 v = _mm256_broadcast_ss((x) + p * xs);                                                    \
+            for (int j = 0; j < B; j++) acc[p * B + j] = ADD(acc[p * B + j], MUL(v, wv[j]));                       \
+        }                                                                                                          \
+    } while (0)
+#define SUMS(ADD, MUL)                                                                                             \
+    do {                                                                                                           \
+        for (int i = 0; i < P * B; i++) acc[i] = _mm256_setzero_ps();                                              \
+        for (int r = 0; r < nr; r++) {                                                                             \
+            const float *x = x_rows[r], *w = w0 + (size_t)fy_of[r] * fw * in_c * 8;                                \
+            if (dw == 1) { /* the row's taps (fx, c) are contiguous in the input and in the weights */             \
+                for (int t = fx0 * in_c; t < fx1 * in_c; t++) TAP(x + t, w + (size_t)t * 8, ADD, MUL);             \
+            } else {                                                                                               \
+                for (int fx = fx0; fx < fx1; fx++)                                                                 \
+                    for (int c = 0; c < in_c; c++)                                                                 \
+                        TAP(x + (size_t)fx * dw * in_c + c, w + ((size_t)fx * in_c + c) * 8, ADD, MUL);           \
+            }                                                                                                      \
+        }                                                                                                          \
+    } while (0)
+    SUMS(_mm256_add_ps, _mm256_mul_ps);
+    __m256 nan = _mm256_setzero_ps();
+    for (int i = 0; i < P * B; i++) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i], _CMP_UNORD_Q));
+    const int exact = _mm256_movemask_ps(nan) != 0;
+    if (exact) SUMS(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
+#undef SUMS
+#undef TAP
+    const __m256 lo = _mm256_set1_ps(*cc->lo), hi = _mm256_set1_ps(*cc->hi);
+    for (int j = 0; j < B; j++) {
+        const int c0 = (bl + j) * 8;
+        const __m256 bias = _mm256_loadu_ps(cc->bias + c0);
+        for (int p = 0; p < P; p++) {
+            __m256 y = acc[p * B + j];
+            if (cc->has_bias) y = exact ? mnh_add_ps(y, bias) : _mm256_add_ps(y, bias);
+            y = fclamp(y, lo, hi);
+            if (c0 + 8 <= out_c) {
+                _mm256_storeu_ps(o[p] + c0, y);
+            } else {
+                float tail[8];
+                _mm256_storeu_ps(tail, y);
+                for (int i = 0; c0 + i < out_c; i++) o[p][c0 + i] = tail[i];
+            }
+        }
+    }
+}
+
+/* a tile of `pixels` pixels (the shape's P, P / 2 or 1), all out_c channels: blocks B at a time */
+static void fconv_pixels(const fconv_call *cc, const float *const *x_rows, int nr, const int *fy_of, int fx0, int fx1,
+                         float **o, int out_c, int pixels) {
+    const int blocks = mnh_blocks8(out_c);
+#define TILE(P, B) fconv_tile(cc, x_rows, nr, fy_of, fx0, fx1, bl, o, out_c, P, B)
+#define BLOCKS(P)                                                                                                  \
+    do {                                                                                                           \
+        int bl = 0;                                                                                                \
+        for (; bl + 4 <= blocks; bl += 4) TILE(P, 4);                                                              \
+        switch (blocks - bl) {                                                                                     \
+        case 3: TILE(P, 3); break;                                                                                 \
+        case 2: TILE(P, 2); break;                                                                                 \
+        case 1: TILE(P, 1); break;                                                                                 \
+        default: break;                                                                                            \
+        }                                                                                                          \
+    } while (0)
+    const int bl = 0;
+    if (blocks == 1) {
+        if (pixels == 8) TILE(8, 1);
+        else if (pixels == 4) TILE(4, 1);
+        else TILE(1, 1);
+    } else if (blocks == 2) {
+        if (pixels == 6) TILE(6, 2);
+        else if (pixels == 3) TILE(3, 2);
+        else TILE(1, 2);
+    } else if (blocks == 3) {
+        if (pixels == 4) TILE(4, 3);
+        else if (pixels == 2) TILE(2, 3);
+        else TILE(1, 3);
+    } else if (pixels == 3) {
+        BLOCKS(3);
+    } else {
+        BLOCKS(1);
+    }
+#undef BLOCKS
+#undef TILE
+}
+
+/* the pixels of a tile of blocks (8 x 1, 6 x 2, 4 x 3, 3 x more) */
+static inline int fconv_tile_pixels(int out_c) {
+    const int blocks = mnh_blocks8(out_c);
+    return blocks == 1 ? 8 : blocks == 2 ? 6 : blocks == 3 ? 4 : 3;
+}
+
+/* [*lo, *hi): the output columns whose every tap lies inside the input (origin ox * s - pad, taps taps) */
+static inline void interior(int out, int s, int pad, int d, int size, int taps, int *lo, int *hi) {
+    int a = 0, b = out;
+    while (a < out && a * s - pad < 0) a++;
+    while (b > a && (b - 1) * s - pad + (taps - 1) * d >= size) b--;
+    *lo = a, *hi = b;
+}
+
 void mn_conv_2d_f32(const mn_word *args) {
     const fconv_pack *p = MN_I(IN_C) == MN_I(F_C) ? fconv_prepare(args) : NULL;
     if (!p) { mn_conv_2d_f32_portable(args); return; }
     float *out = MN_P(float, OUT);
     const float *in = MN_P(const float, IN);
-    const int has_bias = MN_P(const float, BIAS) != NULL;
     const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), in_c = MN_I(IN_C);
     const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), out_c = MN_I(OUT_C);
     const int fh = MN_I(F_H), fw = MN_I(F_W), sh = MN_I(S_H), sw = MN_I(S_W);
     const int dh = MN_I(D_H), dw = MN_I(D_W), pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L), stage = MN_I(STAGE);
-    const __m256 lo = _mm256_set1_ps(mn_f32_arg(args, ACT_MIN)), hi = _mm256_set1_ps(mn_f32_arg(args, ACT_MAX));
-    const int k = fh * fw * in_c, blocks = mnh_blocks8(out_c);
-    float staged[stage ? out_c : 1], tail[8];
+    const float lo = mn_f32_arg(args, ACT_MIN), hi = mn_f32_arg(args, ACT_MAX);
+    const int k = fh * fw * in_c, tp = fconv_tile_pixels(out_c);
+    const fconv_call cc = {p->w, p->bias, &lo, &hi, k, in_c, fw, dw, MN_P(const float, BIAS) != NULL,
+                           (size_t)sw * in_c, (size_t)k * 8};
+    float staged[stage ? 8 * out_c : 1]; /* a tile's pixels, stored once the tile is done (stage) */
+    const float *x_rows[fh];
+    int fy_of[fh];
+    float *o[8];
+    int in_lo, in_hi;
+    interior(out_w, sw, pad_l, dw, in_w, fw, &in_lo, &in_hi);
 
     for (int b = 0; b < n; b++) {
         const float *image = in + (size_t)b * in_h * in_w * in_c;
@@ -62,52 +191,25 @@ void mn_conv_2d_f32(const mn_word *args) {
             const int iy0 = oy * sh - pad_t;
             int fy0, fy1;
             mn_f32_taps(iy0, dh, in_h, fh, &fy0, &fy1);
-            for (int ox = 0; ox < out_w; ox++) {
+            const int nr = fy1 > fy0 ? fy1 - fy0 : 0;
+            for (int r = 0; r < nr; r++) fy_of[r] = fy0 + r;
+            float *out_row = out + ((size_t)b * out_h + oy) * out_w * out_c;
+            for (int ox = 0; ox < out_w;) {
                 const int ix0 = ox * sw - pad_l;
-                int fx0, fx1;
-                mn_f32_taps(ix0, dw, in_w, fw, &fx0, &fx1);
-                float *o = stage ? staged : out + (((size_t)b * out_h + oy) * out_w + ox) * out_c;
-                for (int bl = 0; bl < blocks;) {
-                    const int four = bl + 4 <= blocks;
-                    const float *w0 = p->w + (size_t)bl * k * 8, *w1 = w0 + (size_t)k * 8;
-                    const float *w2 = w1 + (size_t)k * 8, *w3 = w2 + (size_t)k * 8;
-                    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-                    for (int fy = fy0; fy < fy1; fy++) {
-                        const float *x_row = image + (size_t)(iy0 + fy * dh) * in_w * in_c;
-                        for (int fx = fx0; fx < fx1; fx++) {
-                            const float *x = x_row + (ix0 + fx * dw) * in_c;
-                            const size_t t = ((size_t)fy * fw + fx) * in_c * 8;
-                            if (four) {
-                                for (int c = 0; c < in_c; c++) {
-                                    const __m256 v = _mm256_broadcast_ss(x + c);
-                                    const size_t i = t + (size_t)c * 8;
-                                    a0 = _mm256_add_ps(a0, _mm256_mul_ps(v, _mm256_loadu_ps(w0 + i)));
-                                    a1 = _mm256_add_ps(a1, _mm256_mul_ps(v, _mm256_loadu_ps(w1 + i)));
-                                    a2 = _mm256_add_ps(a2, _mm256_mul_ps(v, _mm256_loadu_ps(w2 + i)));
-                                    a3 = _mm256_add_ps(a3, _mm256_mul_ps(v, _mm256_loadu_ps(w3 + i)));
-                                }
-                            } else {
-                                for (int c = 0; c < in_c; c++)
-                                    a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_broadcast_ss(x + c),
-                                                                         _mm256_loadu_ps(w0 + t + (size_t)c * 8)));
-                            }
-                        }
-                    }
-                    __m256 acc[4] = {a0, a1, a2, a3};
-                    for (int j = 0; j < (four ? 4 : 1); j++, bl++) {
-                        __m256 y = acc[j];
-                        if (has_bias) y = _mm256_add_ps(y, _mm256_loadu_ps(p->bias + bl * 8));
-                        y = fclamp(y, lo, hi);
-                        const int c = bl * 8;
-                        if (c + 8 <= out_c) {
-                            _mm256_storeu_ps(o + c, y);
-                        } else {
-                            _mm256_storeu_ps(tail, y);
-                            for (int i = 0; c + i < out_c; i++) o[c + i] = tail[i];
-                        }
-                    }
+                int fx0 = 0, fx1 = fw, pixels = 1;
+                if (ox >= in_lo && ox < in_hi) { /* every tap: a whole tile, half one or one pixel */
+                    const int left = in_hi - ox;
+                    pixels = left >= tp ? tp : left >= tp / 2 ? tp / 2 : 1;
+                } else {
+                    mn_f32_taps(ix0, dw, in_w, fw, &fx0, &fx1);
                 }
-                if (stage) memcpy(out + (((size_t)b * out_h + oy) * out_w + ox) * out_c, staged, sizeof(float) * out_c);
+                for (int r = 0; r < nr; r++)
+                    x_rows[r] = image + (size_t)(iy0 + fy_of[r] * dh) * in_w * in_c + (ptrdiff_t)ix0 * in_c;
+                for (int i = 0; i < pixels; i++)
+                    o[i] = stage ? staged + (size_t)i * out_c : out_row + (size_t)(ox + i) * out_c;
+                fconv_pixels(&cc, x_rows, nr, fy_of, fx0, fx1, o, out_c, pixels);
+                if (stage) memcpy(out_row + (size_t)ox * out_c, staged, sizeof(float) * out_c * pixels);
+                ox += pixels;
             }
         }
     }

@@ -3,7 +3,10 @@
  *
  * Vectorized across channels, never across a sum: each lane is one channel's total over the valid taps in the
  * portable kernel's order (filter_y, filter_x), each product rounded before its addition (no FMA), then
- * bias + total and the clamp. Channels past the last 8 are summed one at a time the same way.
+ * bias + total and the clamp. Each sum is one chain of dependent additions, so a tile keeps 8 of them in flight: P
+ * output pixels of a row that skip the same taps (the interior ones all do) times B blocks of 8 channels (8 x 1,
+ * 4 x 2). Channels past the last 8 are summed one at a time the same way. A tile with a NaN sum is computed again
+ * with the vector operations' operand order fixed (mnh_add_ps, mnh_mul_ps: a compiler may swap them).
  */
 #define mn_depthwise_conv_2d_f32 mn_depthwise_conv_2d_f32_portable
 #include "depthwise_conv_2d_f32.portable.inc"
@@ -11,6 +14,54 @@
 #include "mn_host.h"
 
 #if defined(MNH_AVX2)
+typedef struct {
+    const float *filter, *bias;
+    int c_n, fw, dw;
+    size_t x_step, row; /* floats between two pixels' inputs (stride * c_n); input row length */
+    float lo, hi;
+} fdw_call;
+
+/* P pixels (inputs x + p * x_step) x B blocks of 8 channels from channel c: each lane's sum over taps (fy, fx) of
+ * the rows x (nr of them, dh rows apart, first filter row fy0), columns [fx0, fx1), then bias and clamp. */
+__attribute__((always_inline)) static inline void fdw_tile(const fdw_call *cc, const float *x, int nr, int dh, int fy0,
+                                                           int fx0, int fx1, int c, float **o, const int P,
+                                                           const int B) {
+    __m256 acc[P * B];
+#define SUMS(ADD, MUL)                                                                                             \
+    do {                                                                                                           \
+        for (int i = 0; i < P * B; i++) acc[i] = _mm256_setzero_ps();                                              \
+        for (int r = 0; r < nr; r++) {                                                                             \
+            const float *x_row = x + (size_t)r * dh * cc->row + c;                                                 \
+            const float *w_row = cc->filter + (size_t)(fy0 + r) * cc->fw * cc->c_n + c;                            \
+            for (int fx = fx0; fx < fx1; fx++) {                                                                   \
+                const float *xt = x_row + (size_t)fx * cc->dw * cc->c_n;                                           \
+                for (int j = 0; j < B; j++) {                                                                      \
+                    const __m256 wv = _mm256_loadu_ps(w_row + (size_t)fx * cc->c_n + 8 * j);                       \
+                    for (int p = 0; p < P; p++)                                                                    \
+                        acc[p * B + j] = ADD(acc[p * B + j], MUL(_mm256_loadu_ps(xt + p * cc->x_step + 8 * j), wv)); \
+                }                                                                                                  \
+            }                                                                                                      \
+        }                                                                                                          \
+    } while (0)
+    SUMS(_mm256_add_ps, _mm256_mul_ps);
+    __m256 nan = _mm256_setzero_ps();
+    for (int i = 0; i < P * B; i++) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i], _CMP_UNORD_Q));
+    const int exact = _mm256_movemask_ps(nan) != 0;
+    if (exact) SUMS(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
+#undef SUMS
+    const __m256 lo = _mm256_set1_ps(cc->lo), hi = _mm256_set1_ps(cc->hi);
+    for (int j = 0; j < B; j++) {
+        const __m256 bias = cc->bias ? _mm256_loadu_ps(cc->bias + c + 8 * j) : _mm256_setzero_ps();
+        for (int p = 0; p < P; p++) {
+            __m256 total = acc[p * B + j];
+            if (cc->bias) total = exact ? mnh_add_ps(bias, total) : _mm256_add_ps(bias, total); /* a NaN bias wins */
+            total = _mm256_blendv_ps(total, lo, _mm256_cmp_ps(total, lo, _CMP_LT_OQ));
+            total = _mm256_blendv_ps(total, hi, _mm256_cmp_ps(hi, total, _CMP_LT_OQ));
+            _mm256_storeu_ps(o[p] + c + 8 * j, total);
+        }
+    }
+}
+
 void mn_depthwise_conv_2d_f32(const mn_word *args) {
     if (MN_I(MULT) != 1) { mn_depthwise_conv_2d_f32_portable(args); return; }
     float *out = MN_P(float, OUT);
@@ -20,8 +71,13 @@ void mn_depthwise_conv_2d_f32(const mn_word *args) {
     const int fh = MN_I(F_H), fw = MN_I(F_W), sh = MN_I(S_H), sw = MN_I(S_W);
     const int dh = MN_I(D_H), dw = MN_I(D_W), pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L), stage = MN_I(STAGE);
     const float flo = mn_f32_arg(args, ACT_MIN), fhi = mn_f32_arg(args, ACT_MAX);
-    const __m256 lo = _mm256_set1_ps(flo), hi = _mm256_set1_ps(fhi);
-    float staged[stage ? c_n : 1];
+    const fdw_call cc = {filter, bias, c_n, fw, dw, (size_t)sw * c_n, (size_t)in_w * c_n, flo, fhi};
+    const int blocks = c_n / 8, tp = blocks == 1 ? 8 : 4;
+    float staged[stage ? 8 * c_n : 1]; /* a tile's pixels, stored once the tile is done (stage) */
+    float *o[8];
+    int in_lo = 0, in_hi = out_w; /* the output columns whose every tap lies inside the input */
+    while (in_lo < out_w && in_lo * sw - pad_l < 0) in_lo++;
+    while (in_hi > in_lo && (in_hi - 1) * sw - pad_l + (fw - 1) * dw >= in_w) in_hi--;
 
     for (int b = 0; b < n; b++) {
         const float *image = in + (size_t)b * in_h * in_w * c_n;
@@ -29,38 +85,48 @@ void mn_depthwise_conv_2d_f32(const mn_word *args) {
             const int iy0 = oy * sh - pad_t;
             int fy0, fy1;
             mn_f32_taps(iy0, dh, in_h, fh, &fy0, &fy1);
-            for (int ox = 0; ox < out_w; ox++) {
+            const int nr = fy1 > fy0 ? fy1 - fy0 : 0;
+            float *out_row = out + ((size_t)b * out_h + oy) * out_w * c_n;
+            for (int ox = 0; ox < out_w;) {
                 const int ix0 = ox * sw - pad_l;
-                int fx0, fx1;
-                mn_f32_taps(ix0, dw, in_w, fw, &fx0, &fx1);
-                float *o = stage ? staged : out + (((size_t)b * out_h + oy) * out_w + ox) * c_n;
+                int fx0 = 0, fx1 = fw, pixels = 1;
+                if (ox >= in_lo && ox < in_hi) { /* every tap: a whole tile, half one or one pixel */
+                    const int left = in_hi - ox;
+                    pixels = left >= tp ? tp : left >= tp / 2 ? tp / 2 : 1;
+                } else {
+                    mn_f32_taps(ix0, dw, in_w, fw, &fx0, &fx1);
+                }
+                const float *x = image + ((ptrdiff_t)(iy0 + fy0 * dh) * in_w + ix0) * c_n;
+                for (int i = 0; i < pixels; i++)
+                    o[i] = stage ? staged + (size_t)i * c_n : out_row + (size_t)(ox + i) * c_n;
                 int c = 0;
-                for (; c + 8 <= c_n; c += 8) {
-                    __m256 total = _mm256_setzero_ps();
-                    for (int fy = fy0; fy < fy1; fy++) {
-                        const float *x_row = image + (size_t)(iy0 + fy * dh) * in_w * c_n + c;
-                        const float *w_row = filter + (size_t)fy * fw * c_n + c;
-                        for (int fx = fx0; fx < fx1; fx++)
-                            total = _mm256_add_ps(total, _mm256_mul_ps(_mm256_loadu_ps(x_row + (size_t)(ix0 + fx * dw) * c_n),
-                                                                       _mm256_loadu_ps(w_row + (size_t)fx * c_n)));
-                    }
-                    if (bias) total = _mm256_add_ps(_mm256_loadu_ps(bias + c), total);
-                    total = _mm256_blendv_ps(total, lo, _mm256_cmp_ps(total, lo, _CMP_LT_OQ));
-                    total = _mm256_blendv_ps(total, hi, _mm256_cmp_ps(hi, total, _CMP_LT_OQ));
-                    _mm256_storeu_ps(o + c, total);
+                if (pixels == 8) {
+                    fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, 0, o, 8, 1);
+                    c = 8;
+                } else if (pixels == 4) {
+                    for (; c + 16 <= c_n; c += 16) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 4, 2);
+                    for (; c + 8 <= c_n; c += 8) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 4, 1);
+                } else if (pixels == 2) {
+                    for (; c + 16 <= c_n; c += 16) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 2, 2);
+                    for (; c + 8 <= c_n; c += 8) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 2, 1);
+                } else {
+                    for (; c + 16 <= c_n; c += 16) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 1, 2);
+                    for (; c + 8 <= c_n; c += 8) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 1, 1);
                 }
-                for (; c < c_n; c++) {
-                    float total = 0.0f;
-                    for (int fy = fy0; fy < fy1; fy++) {
-                        const float *x_row = image + (size_t)(iy0 + fy * dh) * in_w * c_n + c;
-                        const float *w_row = filter + (size_t)fy * fw * c_n + c;
-                        for (int fx = fx0; fx < fx1; fx++)
-                            total = mn_f32_mac(total, x_row[(size_t)(ix0 + fx * dw) * c_n], w_row[(size_t)fx * c_n]);
+                for (int i = 0; i < pixels; i++) /* the channels past the last 8, one at a time */
+                    for (int ch = c; ch < c_n; ch++) {
+                        float total = 0.0f;
+                        for (int r = 0; r < nr; r++) {
+                            const float *x_row = x + (size_t)r * dh * in_w * c_n + i * cc.x_step + ch;
+                            const float *w_row = filter + (size_t)(fy0 + r) * fw * c_n + ch;
+                            for (int fx = fx0; fx < fx1; fx++)
+                                total = mn_f32_mac(total, x_row[(size_t)fx * dw * c_n], w_row[(size_t)fx * c_n]);
+                        }
+                        if (bias) total = bias[ch] + total;
+                        o[i][ch] = mn_f32_clamp(total, flo, fhi);
                     }
-                    if (bias) total = bias[c] + total;
-                    o[c] = mn_f32_clamp(total, flo, fhi);
-                }
-                if (stage) memcpy(out + (((size_t)b * out_h + oy) * out_w + ox) * c_n, staged, sizeof(float) * c_n);
+                if (stage) memcpy(out_row + (size_t)ox * c_n, staged, sizeof(float) * c_n * pixels);
+                ox += pixels;
             }
         }
     }

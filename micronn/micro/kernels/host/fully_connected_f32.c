@@ -57,23 +57,34 @@ void mn_fully_connected_f32(const mn_word *args) {
         for (int bl = 0; bl < blocks;) {
             const int four = bl + 4 <= blocks;
             const float *w0 = p->w + (size_t)bl * step, *w1 = w0 + step, *w2 = w1 + step, *w3 = w2 + step;
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            if (four) {
-                for (int d = 0; d < depth; d++) {
-                    const __m256 v = _mm256_broadcast_ss(x + d);
-                    a0 = _mm256_add_ps(a0, _mm256_mul_ps(v, _mm256_loadu_ps(w0 + (size_t)d * 8)));
-                    a1 = _mm256_add_ps(a1, _mm256_mul_ps(v, _mm256_loadu_ps(w1 + (size_t)d * 8)));
-                    a2 = _mm256_add_ps(a2, _mm256_mul_ps(v, _mm256_loadu_ps(w2 + (size_t)d * 8)));
-                    a3 = _mm256_add_ps(a3, _mm256_mul_ps(v, _mm256_loadu_ps(w3 + (size_t)d * 8)));
+            __m256 a0, a1, a2, a3;
+            /* a compiler may swap the operands of the vector adds and multiplies, which decides which NaN a sum of
+             * two NaNs keeps: sums with a NaN are computed again with the order fixed (the total's, then the input's) */
+            for (int exact = 0; exact < 2; exact++) {
+                a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+#define MAC(a, v, w) a = exact ? mnh_add_ps(a, mnh_mul_ps(v, w)) : _mm256_add_ps(a, _mm256_mul_ps(v, w))
+                if (four) {
+                    for (int d = 0; d < depth; d++) {
+                        const __m256 v = _mm256_broadcast_ss(x + d);
+                        MAC(a0, v, _mm256_loadu_ps(w0 + (size_t)d * 8));
+                        MAC(a1, v, _mm256_loadu_ps(w1 + (size_t)d * 8));
+                        MAC(a2, v, _mm256_loadu_ps(w2 + (size_t)d * 8));
+                        MAC(a3, v, _mm256_loadu_ps(w3 + (size_t)d * 8));
+                    }
+                } else {
+                    for (int d = 0; d < depth; d++)
+                        MAC(a0, _mm256_broadcast_ss(x + d), _mm256_loadu_ps(w0 + (size_t)d * 8));
                 }
-            } else {
-                for (int d = 0; d < depth; d++)
-                    a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_broadcast_ss(x + d), _mm256_loadu_ps(w0 + (size_t)d * 8)));
+#undef MAC
+                const __m256 nan01 = _mm256_or_ps(_mm256_cmp_ps(a0, a0, _CMP_UNORD_Q), _mm256_cmp_ps(a1, a1, _CMP_UNORD_Q));
+                const __m256 nan23 = _mm256_or_ps(_mm256_cmp_ps(a2, a2, _CMP_UNORD_Q), _mm256_cmp_ps(a3, a3, _CMP_UNORD_Q));
+                const __m256 nan = _mm256_or_ps(nan01, nan23);
+                if (!_mm256_movemask_ps(nan)) break;
             }
             __m256 acc[4] = {a0, a1, a2, a3};
             for (int j = 0; j < (four ? 4 : 1); j++, bl++) {
                 __m256 y = acc[j];
-                if (has_bias) y = _mm256_add_ps(_mm256_loadu_ps(p->bias + bl * 8), y);
+                if (has_bias) y = mnh_add_ps(_mm256_loadu_ps(p->bias + bl * 8), y); /* a NaN bias wins */
                 y = ffc_clamp(y, lo, hi);
                 const int c = bl * 8;
                 if (c + 8 <= units) {

@@ -18,7 +18,7 @@ static inline __m256 mnh_f32_bits(uint32_t u) { return _mm256_castsi256_ps(_mm25
 /* ---- expf: x 32/ln2 = k + r in double, 2^(k/32) from the table, the cubic in r --------------------------- */
 
 /* expf of 4 floats (as doubles), each lane in the normal path (|x| < 88) */
-static inline __m128 mnh_expf4(__m128 x4) {
+__attribute__((always_inline)) static inline __m128 mnh_expf4(__m128 x4) {
     static const double two_j[32] = {
         0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0, 0x1.172b83c7d517bp+0,
         0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0, 0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0,
@@ -67,12 +67,12 @@ static inline __m256 mnh_fixup(__m256 y, __m256 x, int rare, float (*f)(float)) 
     return _mm256_loadu_ps(ys);
 }
 
-static inline __m256 mnh_expf8_normal(__m256 x) {
+__attribute__((always_inline)) static inline __m256 mnh_expf8_normal(__m256 x) {
     const __m128 lo = mnh_expf4(_mm256_castps256_ps128(x)), hi = mnh_expf4(_mm256_extractf128_ps(x, 1));
     return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
 }
 
-static float mnh_libm_expf(float x) { return mn_libm_expf(x); }
+__attribute__((unused)) static float mnh_libm_expf(float x) { return mn_libm_expf(x); }
 
 static inline __m256 mnh_expf8(__m256 x) {
     __m256 y = mnh_expf8_normal(x);
@@ -82,39 +82,46 @@ static inline __m256 mnh_expf8(__m256 x) {
 
 /* ---- TFLM's sigmoid: 1 above 16.619..., expf(x) below -9, else 1 / (1 + expf(-x)) --------------------------- */
 
-static float mnh_libm_sigmoid(float x) { return mn_libm_sigmoid(x); }
+__attribute__((unused)) static float mnh_libm_sigmoid(float x) { return mn_libm_sigmoid(x); }
 
-static inline __m256 mnh_sigmoid8(__m256 x) {
+/* the sigmoid of lanes x, *rare the lanes to recompute with mnh_libm_sigmoid */
+__attribute__((always_inline)) static inline __m256 mnh_sigmoid8_core(__m256 x, int *rare) {
     const __m256 one = _mm256_set1_ps(1.0f);
     const __m256 big = _mm256_cmp_ps(x, _mm256_set1_ps(16.619047164916992188f), _CMP_GT_OQ);
     const __m256 small = _mm256_cmp_ps(x, _mm256_set1_ps(-9.0f), _CMP_LT_OQ);
     const __m256 neg = _mm256_xor_ps(x, _mm256_set1_ps(-0.0f));
     __m256 a = _mm256_blendv_ps(neg, x, small);
     a = _mm256_andnot_ps(big, a); /* 0 where the result is 1 */
-    const int rare = mnh_expf_rare(a);
+    *rare = mnh_expf_rare(a);
     const __m256 e = mnh_expf8_normal(a);
     const __m256 d = _mm256_add_ps(one, e);
     __m256 y = _mm256_div_ps(one, d);
     y = _mm256_blendv_ps(y, e, small);
-    y = _mm256_blendv_ps(y, one, big);
+    return _mm256_blendv_ps(y, one, big);
+}
+
+static inline __m256 mnh_sigmoid8(__m256 x) {
+    int rare;
+    const __m256 y = mnh_sigmoid8_core(x, &rare);
     return rare ? mnh_fixup(y, x, rare, mnh_libm_sigmoid) : y;
 }
 
 /* ---- tanhf: 1 - 2 / (expm1f(2|x|) + 2) or -t / (t + 2), t = expm1f(-2|x|), with fdlibm's float expm1f -------- */
 
-/* expm1f of lanes y in [2^-25, 44) or (-2, -2^-25]: every reduction (k = 0, +-1, rounded y / ln2) and every
- * reconstruction (k = 0, -1, 1, <= -2 or > 56, < 23, else) of the scalar function, each lane taking its own. */
-static inline __m256 mnh_expm1f8(__m256 x) {
+/* expm1f of lanes y in [2, 44) or (-2, -2^-25], the arguments tanhf passes: the scalar function's reductions
+ * (k = 0; k = -1, taken by negative y only; k = y / ln2 rounded) and reconstructions (k = 0, k = -1, k <= -2 or
+ * k > 56, 1 < k < 23, 23 <= k <= 56; k = 1 needs y in (ln2 / 2, 3 ln2 / 2)), each lane taking its own. */
+__attribute__((always_inline)) static inline __m256 mnh_expm1f8(__m256 x) {
     const __m256 ln2_hi = _mm256_set1_ps(6.9313812256e-01f), ln2_lo = _mm256_set1_ps(9.0580006145e-06f);
     const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
     const __m256i mag = _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x7fffffff));
     const __m256 negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
     const __m256i reduce = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x3eb17218));
     const __m256i near = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3f851592), mag);
-    /* |x| < 3 ln2 / 2: x -+ ln2_hi, lo = +-ln2_lo, k = +-1 */
-    const __m256 hi1 = _mm256_blendv_ps(_mm256_sub_ps(x, ln2_hi), _mm256_add_ps(x, ln2_hi), negative);
-    const __m256 lo1 = _mm256_xor_ps(ln2_lo, _mm256_and_ps(negative, sign));
-    const __m256i k1 = _mm256_or_si256(_mm256_castps_si256(negative), _mm256_set1_epi32(1));
+    /* |x| < 3 ln2 / 2 (x negative here): x + ln2_hi, lo = -ln2_lo, k = -1 */
+    const __m256 hi1 = _mm256_add_ps(x, ln2_hi);
+    const __m256 lo1 = _mm256_xor_ps(ln2_lo, sign);
+    const __m256i k1 = _mm256_set1_epi32(-1);
     /* else k = (int)(x / ln2 +- 0.5) */
     const __m256 scaled = _mm256_mul_ps(_mm256_set1_ps(1.4426950216e+00f), x);
     const __m256i kn = _mm256_cvttps_epi32(_mm256_add_ps(scaled, _mm256_or_ps(half, _mm256_and_ps(negative, sign))));
@@ -153,9 +160,6 @@ static inline __m256 mnh_expm1f8(__m256 x) {
     e = _mm256_sub_ps(_mm256_mul_ps(x, _mm256_sub_ps(e, c)), c);
     e = _mm256_sub_ps(e, hxs);
     const __m256 ym1 = _mm256_sub_ps(_mm256_mul_ps(half, _mm256_sub_ps(x, e)), half); /* k == -1 */
-    const __m256 y1a = _mm256_mul_ps(_mm256_set1_ps(-2.0f), _mm256_sub_ps(e, _mm256_add_ps(x, half)));
-    const __m256 y1b = _mm256_add_ps(one, _mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_sub_ps(x, e)));
-    const __m256 y1 = _mm256_blendv_ps(y1b, y1a, _mm256_cmp_ps(x, _mm256_set1_ps(-0.25f), _CMP_LT_OQ)); /* k == 1 */
     const __m256i k23 = _mm256_slli_epi32(k, 23);
     /* k <= -2 or k > 56: (1 - (e - x)) 2^k - 1 */
     const __m256 yf = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(
@@ -173,14 +177,14 @@ static inline __m256 mnh_expm1f8(__m256 x) {
     const __m256i far = _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(-1), k),
                                         _mm256_cmpgt_epi32(k, _mm256_set1_epi32(56)));
     __m256 y = _mm256_blendv_ps(ymid, yf, _mm256_castsi256_ps(far));
-    y = _mm256_blendv_ps(y, y1, _mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_set1_epi32(1))));
     y = _mm256_blendv_ps(y, ym1, _mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_set1_epi32(-1))));
     return _mm256_blendv_ps(y, y0, _mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_setzero_si256())));
 }
 
-static float mnh_libm_tanhf(float x) { return mn_libm_tanhf(x); }
+__attribute__((unused)) static float mnh_libm_tanhf(float x) { return mn_libm_tanhf(x); }
 
-static inline __m256 mnh_tanhf8(__m256 x) {
+/* tanhf of lanes x, *rare the lanes to recompute with mnh_libm_tanhf */
+__attribute__((always_inline)) static inline __m256 mnh_tanhf8_core(__m256 x, int *rare_out) {
     const __m256i bits = _mm256_castps_si256(x), mag = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
     const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
     /* the scalar function's lanes: |x| < 2^-26 (zero, tiny), infinities, NaN */
@@ -199,8 +203,41 @@ static inline __m256 mnh_tanhf8(__m256 x) {
     __m256 z = _mm256_blendv_ps(z_small, z_large, _mm256_castsi256_ps(large));
     z = _mm256_blendv_ps(z, _mm256_set1_ps(1.0f - 1.0e-30f), _mm256_castsi256_ps(huge));
     z = _mm256_or_ps(z, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
+    *rare_out = rare;
+    return z;
+}
+
+static inline __m256 mnh_tanhf8(__m256 x) {
+    int rare;
+    const __m256 z = mnh_tanhf8_core(x, &rare);
     return rare ? mnh_fixup(z, x, rare, mnh_libm_tanhf) : z;
 }
+
+/* y[0..n) = f(x[0..n)), two vectors at a time (independent chains side by side); n is rounded up to whole vectors:
+ * up to 7 floats past x + n are read and past y + n written */
+#define MNH_MAP(name, core, scalar)                                                                                \
+    __attribute__((unused)) static void name(float *y, const float *x, int n) {                                                           \
+        int i = 0;                                                                                               \
+        for (; i + 8 < n; i += 16) {                                                                             \
+            const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);                           \
+            int r0, r1;                                                                                          \
+            __m256 y0 = core(x0, &r0), y1 = core(x1, &r1);                                                       \
+            if (r0) y0 = mnh_fixup(y0, x0, r0, scalar);                                                          \
+            if (r1) y1 = mnh_fixup(y1, x1, r1, scalar);                                                          \
+            _mm256_storeu_ps(y + i, y0), _mm256_storeu_ps(y + i + 8, y1);                                        \
+        }                                                                                                        \
+        if (i < n) {                                                                                             \
+            const __m256 x0 = _mm256_loadu_ps(x + i);                                                            \
+            int r0;                                                                                              \
+            __m256 y0 = core(x0, &r0);                                                                           \
+            if (r0) y0 = mnh_fixup(y0, x0, r0, scalar);                                                          \
+            _mm256_storeu_ps(y + i, y0);                                                                         \
+        }                                                                                                        \
+    }
+MNH_MAP(mnh_sigmoid_n, mnh_sigmoid8_core, mnh_libm_sigmoid)
+MNH_MAP(mnh_tanhf_n, mnh_tanhf8_core, mnh_libm_tanhf)
+#undef MNH_MAP
+
 
 #endif /* AVX2 */
 #endif /* MN_HOST_LIBM_H */

@@ -45,7 +45,7 @@ __attribute__((always_inline)) static inline void pool_host(const mn_word *args,
                         for (int k = 0; k < x1 - x0; k++) {
                             const __m256 v = _mm256_loadu_ps(x + (size_t)k * c);
                             if (average) acc = _mm256_add_ps(acc, v);
-                            else acc = _mm256_blendv_ps(acc, v, _mm256_cmp_ps(acc, v, _CMP_LT_OQ));
+                            else acc = _mm256_max_ps(v, acc); /* v where acc < v: a NaN or an equal zero keeps acc */
                         }
                     }
                     if (average) acc = _mm256_div_ps(acc, _mm256_set1_ps(count));

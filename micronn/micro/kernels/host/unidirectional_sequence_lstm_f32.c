@@ -15,15 +15,18 @@
 
 #if defined(MNH_AVX2)
 typedef struct {
-    int blocks;   /* 8-row blocks of the 4 * units gate rows */
-    float *w_in;  /* per block: n_input vectors of 8 rows' weights */
-    float *w_rec; /* per block: units vectors */
-    float *bias;  /* per gate row, padded to whole blocks */
-    float *pre;   /* the gate rows' pre-activations of one step (8 floats of room past the last) */
-    float *act;   /* the gates' activations: [gate][units rounded up to 8] */
+    int blocks;     /* 8-row blocks of the 4 * units gate rows */
+    float *w_in;    /* per block: n_input vectors of 8 rows' weights */
+    float *w_rec;   /* per block: units vectors */
+    float *bias;    /* per gate row, padded to whole blocks */
+    float *pre;     /* the gate rows' pre-activations of one step (8 floats of room past the last) */
+    float *act;     /* their activations, laid out as pre */
+    float *cell, *squashed; /* one step's new cells and their tanhf (units rounded up to 8) */
+    float *from_x;  /* per input row: clamp(W_x x + bias) of every gate row */
+    size_t from_x_rows;
 } lstm_pack;
 
-static const lstm_pack *lstm_prepare(const mn_word *args) {
+static lstm_pack *lstm_prepare(const mn_word *args) {
     mnh_slot *slot;
     lstm_pack *p = (lstm_pack *)mnh_lookup(args, &slot);
     if (p) return p;
@@ -35,8 +38,10 @@ static const lstm_pack *lstm_prepare(const mn_word *args) {
     p->w_rec = (float *)mnh_alloc((size_t)blocks * units * 8 * sizeof(float));
     p->bias = (float *)mnh_alloc((size_t)blocks * 8 * sizeof(float));
     p->pre = (float *)mnh_alloc(((size_t)blocks * 8 + 8) * sizeof(float));
-    p->act = (float *)mnh_alloc((size_t)GATES * ((units + 7) / 8 * 8) * sizeof(float));
-    if (!p->w_in || !p->w_rec || !p->bias || !p->pre || !p->act) return NULL;
+    p->act = (float *)mnh_alloc(((size_t)blocks * 8 + 8) * sizeof(float));
+    p->cell = (float *)mnh_alloc(((size_t)units + 8) * sizeof(float));
+    p->squashed = (float *)mnh_alloc(((size_t)units + 8) * sizeof(float));
+    if (!p->w_in || !p->w_rec || !p->bias || !p->pre || !p->act || !p->cell || !p->squashed) return NULL;
     for (int r = 0; r < rows; r++) {
         const int g = r / units, u = r % units, b = r / 8, lane = r % 8;
         const float *wi = MN_P(const float, W_IN + g) + (size_t)u * n_input;
@@ -49,13 +54,40 @@ static const lstm_pack *lstm_prepare(const mn_word *args) {
     return p;
 }
 
-/* m (1..4) blocks' sums from 0 over x[0..n) . w (blocks n * 8 floats apart), each lane in index order */
-__attribute__((always_inline)) static inline void dots(__m256 *acc, const float *x, const float *w, int n, const int m) {
-    for (int k = 0; k < m; k++) acc[k] = _mm256_setzero_ps();
+/* acc[r * m + k]: block k's sums from 0 over x[r][0..n) . w (blocks n * 8 floats apart), each lane in index order
+ * (products rounded first, the sum's NaN first), for `rows` rows of x at once */
+__attribute__((always_inline)) static inline void dots(__m256 *acc, const float *const *x, const float *w, int n,
+                                                       const int rows, const int m, const int exact) {
+    for (int i = 0; i < rows * m; i++) acc[i] = _mm256_setzero_ps();
     for (int j = 0; j < n; j++) {
-        const __m256 xv = _mm256_set1_ps(x[j]);
-        for (int k = 0; k < m; k++)
-            acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(xv, _mm256_loadu_ps(w + ((size_t)k * n + j) * 8)));
+        __m256 xv[2];
+        for (int r = 0; r < rows; r++) xv[r] = _mm256_broadcast_ss(x[r] + j);
+        for (int k = 0; k < m; k++) {
+            const __m256 wv = _mm256_loadu_ps(w + ((size_t)k * n + j) * 8);
+            for (int r = 0; r < rows; r++)
+                acc[r * m + k] = exact ? mnh_add_ps(acc[r * m + k], mnh_mul_ps(xv[r], wv))
+                                       : _mm256_add_ps(acc[r * m + k], _mm256_mul_ps(xv[r], wv));
+        }
+    }
+}
+
+/* dots with m <= 12 blocks of one row, or m <= 6 of two rows (at most 12 sums in flight); a compiler may swap the
+ * operands of the vector adds and multiplies, which decides which NaN a sum of two NaNs keeps, so sums with a NaN
+ * are computed again with the operand order fixed (mnh_add_ps, mnh_mul_ps: the total's NaN, then the input's) */
+static void dots_any(__m256 *acc, const float *const *x, const float *w, int n, int rows, int m) {
+    for (int exact = 0; exact < 2; exact++) {
+#define ONE(k) case k: exact ? dots(acc, x, w, n, 1, k, 1) : dots(acc, x, w, n, 1, k, 0); break;
+#define TWO(k) case 16 + k: exact ? dots(acc, x, w, n, 2, k, 1) : dots(acc, x, w, n, 2, k, 0); break;
+        switch ((rows - 1) * 16 + m) {
+            ONE(1) ONE(2) ONE(3) ONE(4) ONE(5) ONE(6) ONE(7) ONE(8) ONE(9) ONE(10) ONE(11) ONE(12)
+            TWO(1) TWO(2) TWO(3) TWO(4) TWO(5) TWO(6)
+        default: break;
+        }
+#undef ONE
+#undef TWO
+        __m256 nan = _mm256_setzero_ps();
+        for (int i = 0; i < rows * m; i++) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i], _CMP_UNORD_Q));
+        if (!_mm256_movemask_ps(nan)) return;
     }
 }
 
@@ -65,29 +97,48 @@ static inline __m256 clamp_max(__m256 v) { /* infinities to +-FLT_MAX, NaN passe
     return _mm256_blendv_ps(v, hi, _mm256_cmp_ps(hi, v, _CMP_LT_OQ));
 }
 
-/* p->pre = clamp(W_x x + bias) + clamp(W_h h + 0) for every gate row */
-static void pre_activations(const lstm_pack *p, const float *x, const float *h, int n_input, int units) {
-    for (int b0 = 0; b0 < p->blocks; b0 += 4) {
-        const int m = p->blocks - b0 < 4 ? p->blocks - b0 : 4;
-        __m256 ax[4], ah[4];
-        const float *wi = p->w_in + (size_t)b0 * n_input * 8, *wr = p->w_rec + (size_t)b0 * units * 8;
-        switch (m) {
-        case 1: dots(ax, x, wi, n_input, 1), dots(ah, h, wr, units, 1); break;
-        case 2: dots(ax, x, wi, n_input, 2), dots(ah, h, wr, units, 2); break;
-        case 3: dots(ax, x, wi, n_input, 3), dots(ah, h, wr, units, 3); break;
-        default: dots(ax, x, wi, n_input, 4), dots(ah, h, wr, units, 4); break;
+/* p->from_x[r] = clamp(W_x x_r + bias) for the n_rows input rows, two rows at a time (no recurrence: all at once) */
+static void inputs_part(lstm_pack *p, const float *in, int n_rows, int n_input) {
+    const int blocks = p->blocks, stride = blocks * 8;
+    const int groups = (blocks + 5) / 6, per = (blocks + groups - 1) / groups;
+    for (int r = 0; r < n_rows; r += 2) {
+        const int rows = r + 1 < n_rows ? 2 : 1;
+        const float *x[2] = {in + (size_t)r * n_input, in + (size_t)(r + rows - 1) * n_input};
+        for (int b0 = 0; b0 < blocks; b0 += per) {
+            const int m = blocks - b0 < per ? blocks - b0 : per;
+            __m256 acc[12];
+            dots_any(acc, x, p->w_in + (size_t)b0 * n_input * 8, n_input, rows, m);
+            for (int i = 0; i < rows; i++)
+                for (int k = 0; k < m; k++)
+                    _mm256_storeu_ps(p->from_x + (size_t)(r + i) * stride + 8 * (b0 + k),
+                                     clamp_max(mnh_add_ps(acc[i * m + k], _mm256_loadu_ps(p->bias + 8 * (b0 + k)))));
         }
+    }
+}
+
+/* p->pre = from_x + clamp(W_h h + 0) for every gate row */
+static void pre_activations(const lstm_pack *p, const float *from_x, const float *h, int units) {
+    const int blocks = p->blocks, groups = (blocks + 11) / 12, per = (blocks + groups - 1) / groups;
+    for (int b0 = 0; b0 < blocks; b0 += per) {
+        const int m = blocks - b0 < per ? blocks - b0 : per;
+        __m256 acc[12];
+        dots_any(acc, &h, p->w_rec + (size_t)b0 * units * 8, units, 1, m);
         for (int k = 0; k < m; k++) {
-            const __m256 from_x = _mm256_add_ps(ax[k], _mm256_loadu_ps(p->bias + 8 * (b0 + k)));
-            const __m256 from_h = _mm256_add_ps(ah[k], _mm256_setzero_ps());
-            _mm256_storeu_ps(p->pre + 8 * (b0 + k), _mm256_add_ps(clamp_max(from_x), clamp_max(from_h)));
+            const __m256 from_h = mnh_add_ps(acc[k], _mm256_setzero_ps());
+            _mm256_storeu_ps(p->pre + 8 * (b0 + k), mnh_add_ps(_mm256_loadu_ps(from_x + 8 * (b0 + k)), clamp_max(from_h)));
         }
     }
 }
 
 void mn_unidirectional_sequence_lstm_f32(const mn_word *args) {
-    const lstm_pack *p = lstm_prepare(args);
-    if (!p) {
+    lstm_pack *p = lstm_prepare(args);
+    const size_t n_rows = (size_t)MN_I(BATCH) * MN_I(STEPS);
+    if (p && p->from_x_rows < n_rows) {
+        free(p->from_x);
+        p->from_x = (float *)malloc(n_rows * p->blocks * 8 * sizeof(float));
+        p->from_x_rows = p->from_x ? n_rows : 0;
+    }
+    if (!p || !p->from_x) {
         mn_unidirectional_sequence_lstm_f32_portable(args);
         return;
     }
@@ -97,41 +148,45 @@ void mn_unidirectional_sequence_lstm_f32(const mn_word *args) {
     const int batch = MN_I(BATCH), steps = MN_I(STEPS), n_input = MN_I(N_INPUT), units = MN_I(UNITS);
     const int time_major = MN_I(TIME_MAJOR), cell_tanh = MN_I(CELL_TANH);
     const float clip = mn_f32_arg(args, CELL_CLIP);
-    const int padded = (units + 7) / 8 * 8, tail = units % 8;
+    const int tail = units % 8;
     const __m256i tail_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256 clip_hi = _mm256_set1_ps(clip), clip_lo = _mm256_set1_ps(-clip);
     float *act = p->act;
+    inputs_part(p, in, (int)n_rows, n_input);
 
     for (int t = 0; t < steps; t++) {
         for (int b = 0; b < batch; b++) {
             const int row = time_major ? t * batch + b : b * steps + t;
-            const float *x = in + (size_t)row * n_input;
             float *h = hidden_all + (size_t)b * units, *c = cell_all + (size_t)b * units;
-            pre_activations(p, x, h, n_input, units);
-            /* activations 8 gate rows at a time (lanes past a gate's last row: unused) */
-            for (int g = 0; g < GATES; g++)
-                for (int u = 0; u < units; u += 8) {
-                    const __m256 pre = _mm256_loadu_ps(p->pre + g * units + u);
-                    const __m256 y = g != CELL_GATE ? mnh_sigmoid8(pre) : cell_tanh ? mnh_tanhf8(pre) : pre;
-                    _mm256_storeu_ps(act + g * padded + u, y);
-                }
+            pre_activations(p, p->from_x + (size_t)row * p->blocks * 8, h, units);
+            /* activations 8 gate rows at a time: sigmoid (forget, input), tanhf or none (cell), sigmoid (output); a
+             * segment's last vector spills into the next one's rows, which the next segment then writes */
+            mnh_sigmoid_n(act, p->pre, 2 * units);
+            if (cell_tanh) mnh_tanhf_n(act + 2 * units, p->pre + 2 * units, units);
+            else memcpy(act + 2 * units, p->pre + 2 * units, (size_t)(units + 7) / 8 * 8 * sizeof(float));
+            mnh_sigmoid_n(act + 3 * units, p->pre + 3 * units, units);
+            /* the cells, then their tanhf, then the hidden state */
             for (int u = 0; u < units; u += 8) {
-                const int whole = u + 8 <= units;
-                const __m256 c_old = whole ? _mm256_loadu_ps(c + u) : _mm256_maskload_ps(c + u, tail_mask);
-                const __m256 kept = mnh_mul_ps(_mm256_loadu_ps(act + FORGET * padded + u), c_old);
-                const __m256 added = mnh_mul_ps(_mm256_loadu_ps(act + INPUT_GATE * padded + u),
-                                                _mm256_loadu_ps(act + CELL_GATE * padded + u));
+                const __m256 c_old = u + 8 <= units ? _mm256_loadu_ps(c + u) : _mm256_maskload_ps(c + u, tail_mask);
+                const __m256 kept = mnh_mul_ps(_mm256_loadu_ps(act + FORGET * units + u), c_old);
+                const __m256 added = mnh_mul_ps(_mm256_loadu_ps(act + INPUT_GATE * units + u),
+                                                _mm256_loadu_ps(act + CELL_GATE * units + u));
                 __m256 cell = mnh_add_ps(clamp_max(kept), clamp_max(added));
                 if (clip > 0.0f) { /* NaN passes */
                     cell = _mm256_blendv_ps(cell, clip_hi, _mm256_cmp_ps(cell, clip_hi, _CMP_GT_OQ));
                     cell = _mm256_blendv_ps(cell, clip_lo, _mm256_cmp_ps(cell, clip_lo, _CMP_LT_OQ));
                 }
-                const __m256 h_new = clamp_max(mnh_mul_ps(mnh_tanhf8(cell), _mm256_loadu_ps(act + OUTPUT_GATE * padded + u)));
-                if (whole) {
-                    _mm256_storeu_ps(c + u, cell);
+                _mm256_storeu_ps(p->cell + u, cell);
+            }
+            mnh_tanhf_n(p->squashed, p->cell, units);
+            for (int u = 0; u < units; u += 8) {
+                const __m256 h_new = clamp_max(mnh_mul_ps(_mm256_loadu_ps(p->squashed + u),
+                                                          _mm256_loadu_ps(act + OUTPUT_GATE * units + u)));
+                if (u + 8 <= units) {
+                    _mm256_storeu_ps(c + u, _mm256_loadu_ps(p->cell + u));
                     _mm256_storeu_ps(h + u, h_new);
                 } else {
-                    _mm256_maskstore_ps(c + u, tail_mask, cell);
+                    _mm256_maskstore_ps(c + u, tail_mask, _mm256_loadu_ps(p->cell + u));
                     _mm256_maskstore_ps(h + u, tail_mask, h_new);
                 }
             }
