@@ -1,8 +1,9 @@
 /* UNIDIRECTIONAL_SEQUENCE_LSTM, int8: the host port (x86-64 with AVX2) of kernels/unidirectional_sequence_lstm.c,
  * same symbol, same argument words.
  *
- * Each gate's units are padded to whole vectors of 8, so one 8-row block of weights belongs to one gate. Per call
- * site the input and recurrent rows of the four gates are repacked as int16 pairs (mn_host.h's layout) holding
+ * The four gates' rows follow each other (row gate * units + unit), 8 per block, so a block may hold two gates: the
+ * requantization reads per-row multipliers and shifts, and blocks holding cell gate rows blend their activation
+ * in by a row mask. Per call site the input and recurrent rows are repacked as int16 pairs (mn_host.h's layout) holding
  * w + w_off, the weight offset folded in (|w + w_off| < 2^15: one madd stays exact); the int32 sums wrap as the
  * portable kernel's. Per step and batch row: the input and the old hidden state widened to int16 once, all
  * blocks' sums, their requantizations to int16 (mnh_requant8, exact for multipliers >= 0), the int16 sigmoid /
@@ -17,13 +18,17 @@
 
 #if defined(MNH_AVX2)
 typedef struct {
-    int up, kx, kh, blocks; /* units padded to 8; input and hidden pairs; 8-row blocks (4 * up / 8) */
+    int up, kx, kh, blocks; /* units padded to 8; input and hidden pairs; 8-row blocks of the 4 * units gate rows */
     int16_t *w_in, *w_rec;  /* per block: kx (kh) pairs of 16 int16 */
-    int32_t *b_in, *b_rec;  /* per padded row */
+    int32_t *b_in, *b_rec;  /* per row (padded to whole blocks) */
+    int fold[2];            /* the input (0) / recurrent (1) products all RQ_FOLDED, else all general */
+    int32_t *mult[2], *left[2], *right[2]; /* per row: the general requantization; or multiplier, e - 1 (folded) */
+    int64_t *fc[2];         /* folded: per block, the even rows' then the odd rows' 2^30 + 2^(30+e) */
+    int32_t *cellmask;      /* per row: -1 on the cell gate's rows */
     int32_t rq[8][3][8];    /* per product (4 input, 4 recurrent): mult, left, right as 8 lanes */
     int32_t el[3][3][8];    /* forget * cell, input * cell gate, tanh(cell) * output: mult, left, right */
     int kind[11];           /* per product (8 gates', then the 3 above): RQ_GENERAL, RQ_FOLDED or RQ_HALF */
-    int16_t *gates;         /* 4 * up gate values of one step */
+    int16_t *gates;         /* the 4 * units gate values of one step (row r = gate * units + unit) */
     int16_t *xw, *hw;       /* the widened input row (kx pairs); hidden rows widened (batch * 2 * kh) */
     int16_t *cell;          /* batch * up */
 } lstm_pack;
@@ -45,14 +50,14 @@ static int rq_lanes(int32_t dst[3][8], int32_t mult, int32_t shift) {
     return mult >= 0 && shift <= 31 && shift >= -31;
 }
 
-/* rows of (units x depth) int8 weights + off as int16 pairs, 8 rows per block, blocks of gate g from g * up / 8 */
-static void pack_gate(int16_t *dst, const int8_t *w, int units, int depth, int32_t off, int up) {
+/* gate g's rows of (units x depth) int8 weights + off as int16 pairs: row r = g * units + u, 8 rows per block */
+static void pack_gate(int16_t *dst, const int8_t *w, int g, int units, int depth, int32_t off) {
     const int kp = mnh_pairs(depth);
     for (int u = 0; u < units; u++) {
-        int16_t *d = dst + (size_t)(u / 8) * kp * 16 + 2 * (u % 8);
+        const int r = g * units + u;
+        int16_t *d = dst + (size_t)(r / 8) * kp * 16 + 2 * (r % 8);
         for (int i = 0; i < depth; i++) d[(size_t)(i / 2) * 16 + (i & 1)] = (int16_t)(w[(size_t)u * depth + i] + off);
     }
-    (void)up;
 }
 
 static lstm_pack *lstm_prepare(const mn_word *args) {
@@ -60,7 +65,8 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
     lstm_pack *p = (lstm_pack *)mnh_lookup(args, &slot);
     if (p) return p;
     const int batch = MN_I(BATCH), n_input = MN_I(N_INPUT), units = MN_I(UNITS);
-    const int up = (units + 7) / 8 * 8, kx = mnh_pairs(n_input), kh = mnh_pairs(units), blocks = GATES * up / 8;
+    const int up = (units + 7) / 8 * 8, kx = mnh_pairs(n_input), kh = mnh_pairs(units);
+    const int blocks = (GATES * units + 7) / 8, rp = 8 * blocks;
     const int32_t *quant = MN_P(const int32_t, QUANT);
     int ok = 1;
     for (int k = 0; k < 2 * GATES; k++) {
@@ -84,21 +90,41 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
     p->up = up, p->kx = kx, p->kh = kh, p->blocks = blocks;
     p->w_in = (int16_t *)mnh_alloc((size_t)blocks * kx * 16 * sizeof(int16_t));
     p->w_rec = (int16_t *)mnh_alloc((size_t)blocks * kh * 16 * sizeof(int16_t));
-    p->b_in = (int32_t *)mnh_alloc((size_t)GATES * up * sizeof(int32_t));
-    p->b_rec = (int32_t *)mnh_alloc((size_t)GATES * up * sizeof(int32_t));
-    p->gates = (int16_t *)mnh_alloc((size_t)GATES * up * sizeof(int16_t));
+    p->b_in = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
+    p->b_rec = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
+    p->gates = (int16_t *)mnh_alloc(((size_t)rp + 16) * sizeof(int16_t));
     p->xw = (int16_t *)mnh_alloc(((size_t)2 * kx + 16) * sizeof(int16_t));
     p->hw = (int16_t *)mnh_alloc(((size_t)batch * 2 * kh + 16) * sizeof(int16_t));
     p->cell = (int16_t *)mnh_alloc((size_t)batch * up * sizeof(int16_t));
-    if (!p->w_in || !p->w_rec || !p->b_in || !p->b_rec || !p->gates || !p->xw || !p->hw || !p->cell) return NULL;
+    p->cellmask = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
+    if (!p->w_in || !p->w_rec || !p->b_in || !p->b_rec || !p->gates || !p->xw || !p->hw || !p->cell || !p->cellmask)
+        return NULL;
+    for (int side = 0; side < 2; side++) {
+        p->fold[side] = 1;
+        for (int g = 0; g < GATES; g++) p->fold[side] &= p->kind[side * GATES + g] == RQ_FOLDED;
+        p->mult[side] = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
+        p->left[side] = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
+        p->right[side] = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
+        p->fc[side] = (int64_t *)mnh_alloc((size_t)rp * sizeof(int64_t));
+        if (!p->mult[side] || !p->left[side] || !p->right[side] || !p->fc[side]) return NULL;
+        for (int r = 0; r < rp; r++) {
+            const int g = r < GATES * units ? r / units : 0, k = side * GATES + g;
+            const int32_t m = quant[3 * k], sh = quant[3 * k + 1], e = -sh;
+            p->mult[side][r] = m;
+            p->left[side][r] = p->fold[side] ? e - 1 : sh > 0 ? sh : 0;
+            p->right[side][r] = sh < 0 ? -sh : 0;
+            if (p->fold[side])
+                p->fc[side][(r / 8) * 8 + (r % 2) * 4 + (r % 8) / 2] = ((int64_t)1 << 30) + ((int64_t)1 << (30 + e));
+        }
+    }
     const int32_t *bias_in = MN_P(const int32_t, BIAS_IN), *bias_rec = MN_P(const int32_t, BIAS_REC);
     for (int g = 0; g < GATES; g++) {
-        pack_gate(p->w_in + (size_t)g * (up / 8) * kx * 16, MN_P(const int8_t, W_IN + g), units, n_input,
-                  quant[3 * g + 2], up);
-        pack_gate(p->w_rec + (size_t)g * (up / 8) * kh * 16, MN_P(const int8_t, W_REC + g), units, units,
-                  quant[3 * (GATES + g) + 2], up);
-        for (int u = 0; u < units; u++)
-            p->b_in[g * up + u] = bias_in[g * units + u], p->b_rec[g * up + u] = bias_rec[g * units + u];
+        pack_gate(p->w_in, MN_P(const int8_t, W_IN + g), g, units, n_input, quant[3 * g + 2]);
+        pack_gate(p->w_rec, MN_P(const int8_t, W_REC + g), g, units, units, quant[3 * (GATES + g) + 2]);
+        for (int u = 0; u < units; u++) {
+            const int r = g * units + u;
+            p->b_in[r] = bias_in[r], p->b_rec[r] = bias_rec[r], p->cellmask[r] = g == CELL_GATE ? -1 : 0;
+        }
     }
     mnh_keep(slot, args, p);
     return p;
@@ -191,25 +217,48 @@ static inline void sumsv(__m256i *acc, const int16_t *x, const int16_t *w, int k
     }
 }
 
-/* the gate values of every padded row for input xw and hidden hw */
-static void gate_values(lstm_pack *p, const int16_t *xw, const int16_t *hw, const uint16_t *table, int cell_tanh) {
-    const int per_gate = p->up / 8;
+/* block b's sums of one side requantized to int16 (then saturated) */
+static inline __m256i side_requant(const lstm_pack *p, int side, int b, __m256i acc) {
+    const int r = 8 * b;
+    __m256i y;
+    if (p->fold[side]) { /* requantv's RQ_FOLDED with per-row multipliers and shifts */
+        const __m256i m = _mm256_loadu_si256((const __m256i *)(p->mult[side] + r)), s = _mm256_srai_epi32(acc, 31);
+        const __m256i se = _mm256_slli_epi64(_mm256_shuffle_epi32(s, 0xA0), 31);
+        const __m256i so = _mm256_slli_epi64(_mm256_shuffle_epi32(s, 0xF5), 31);
+        const __m256i ce = _mm256_loadu_si256((const __m256i *)(p->fc[side] + r));
+        const __m256i co = _mm256_loadu_si256((const __m256i *)(p->fc[side] + r + 4));
+        const __m256i ve = _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epi32(acc, m), ce), se);
+        const __m256i vo = _mm256_add_epi64(
+            _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(acc, 32), _mm256_srli_epi64(m, 32)), co), so);
+        const __m256i hi32 = _mm256_blend_epi32(_mm256_srli_epi64(ve, 32), vo, 0xAA);
+        y = _mm256_srav_epi32(hi32, _mm256_loadu_si256((const __m256i *)(p->left[side] + r)));
+        return sat16v(y);
+    }
+    return mnh_requant8(acc, p->mult[side] + r, p->left[side] + r, p->right[side] + r, _mm256_setzero_si256(),
+                        _mm256_set1_epi32(-32768), _mm256_set1_epi32(32767));
+}
+
+/* the gate values of every row for input xw and hidden hw */
+static void gate_values(lstm_pack *p, const int16_t *xw, const int16_t *hw, const uint16_t *table, int cell_tanh,
+                        int units) {
+    const int cell0 = CELL_GATE * units, cell1 = cell0 + units; /* the cell gate's rows */
     for (int b0 = 0; b0 < p->blocks; b0 += 4) {
         const int m = p->blocks - b0 < 4 ? p->blocks - b0 : 4;
         __m256i ax[4], ah[4];
         sumsv(ax, xw, p->w_in + (size_t)b0 * p->kx * 16, p->kx, p->b_in + 8 * b0, m);
         sumsv(ah, hw, p->w_rec + (size_t)b0 * p->kh * 16, p->kh, p->b_rec + 8 * b0, m);
         for (int k = 0; k < m; k++) {
-            const int g = (b0 + k) / per_gate;
-            const __m256i from_x = requantv(ax[k], p->rq[g], p->kind[g], 0, -32768, 32767);
-            const __m256i from_h = requantv(ah[k], p->rq[GATES + g], p->kind[GATES + g], 0, -32768, 32767);
-            const __m256i pre = sat16v(_mm256_add_epi32(from_x, from_h));
+            const int b = b0 + k, r0 = 8 * b, r1 = r0 + 8;
+            const __m256i pre = sat16v(_mm256_add_epi32(side_requant(p, 0, b, ax[k]), side_requant(p, 1, b, ah[k])));
             const __m256i v = _mm256_add_epi32(pre, _mm256_add_epi32(pre, pre));
-            __m256i y;
-            if (g != CELL_GATE) y = sigmoid8(table, v);
-            else y = cell_tanh ? tanh8(table, v) : pre;
+            const int any_cell = r1 > cell0 && r0 < cell1, all_cell = r0 >= cell0 && r1 <= cell1;
+            __m256i y = all_cell ? pre : sigmoid8(table, v);
+            if (any_cell) {
+                const __m256i c = cell_tanh ? tanh8(table, v) : pre;
+                y = all_cell ? c : _mm256_blendv_epi8(y, c, _mm256_loadu_si256((const __m256i *)(p->cellmask + r0)));
+            }
             const __m128i y16 = _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
-            _mm_storeu_si128((__m128i *)(p->gates + 8 * (b0 + k)), y16);
+            _mm_storeu_si128((__m128i *)(p->gates + r0), y16);
         }
     }
 }
@@ -233,8 +282,8 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
     const __m256i tanh_mul = _mm256_set1_epi32(MN_I(TANH_MUL)), tanh_rnd = _mm256_set1_epi32(MN_I(TANH_RND));
     const __m128i tanh_shift = _mm_cvtsi32_si128(MN_I(TANH_SHIFT));
     const __m256i clip_lo = _mm256_set1_epi32(-clip), clip_hi = _mm256_set1_epi32(clip);
-    const int16_t *gf = p->gates + FORGET * up, *gi = p->gates + INPUT_GATE * up;
-    const int16_t *gc = p->gates + CELL_GATE * up, *go = p->gates + OUTPUT_GATE * up;
+    const int16_t *gf = p->gates + FORGET * units, *gi = p->gates + INPUT_GATE * units;
+    const int16_t *gc = p->gates + CELL_GATE * units, *go = p->gates + OUTPUT_GATE * units;
 
     for (int b = 0; b < batch; b++) { /* the state into the padded copies */
         int16_t *hw = p->hw + (size_t)b * 2 * kh, *c = p->cell + (size_t)b * up;
@@ -247,7 +296,7 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
             int16_t *hw = p->hw + (size_t)b * 2 * kh, *c = p->cell + (size_t)b * up;
             int8_t *o = out + (size_t)row * units;
             mnh_widen(p->xw, in + (size_t)row * n_input, n_input);
-            gate_values(p, p->xw, hw, table, cell_tanh);
+            gate_values(p, p->xw, hw, table, cell_tanh, units);
             for (int u = 0; u < up; u += 8) {
                 const __m256i kept = requantv(_mm256_mullo_epi32(load16(gf + u), load16(c + u)), p->el[0], p->kind[8], 0, -32768,
                                              32767);
