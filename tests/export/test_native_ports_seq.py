@@ -209,6 +209,33 @@ def test_s16_extreme_inputs(case: dict, value: int) -> None:
     assert [o[0].tobytes() for o in outs] == [w.tobytes() for w in ref.run([x[0] for x in xs])]
 
 
+def fc16(*, batches: int = 1, depth: int = 10, units: int = 5, per_channel: bool = False, bias: bool = True,
+         act: int = 0, in_zp: int = 0, out_zp: int = 0, out_scale: float = 0.01, positive: bool = False,
+         bias_max: int = 300_000, seed: int = 0) -> bytes:
+    """A FULLY_CONNECTED with int16 activations and int8 weights."""
+    rng = np.random.default_rng(seed)
+    scales = list(rng.uniform(0.002, 0.02, units)) if per_channel else 0.01
+    wt = T((units, depth), "int8", scales, 0, data=rng.integers(0 if positive else -127, 128, (units, depth)))
+    b = T((units,), "int64", data=rng.integers(-bias_max, bias_max, units, dtype=np.int64)) if bias else None
+    return op_model("FULLY_CONNECTED", [T((batches, depth), "int16", 0.002, in_zp), wt, b],
+                    [T((batches, units), "int16", out_scale, out_zp)],
+                    schema.options("FULLY_CONNECTED", fused_activation_function=act))
+
+
+FC16 = [
+    {}, {"per_channel": True, "units": 7, "batches": 3}, {"bias": False, "act": 1}, {"units": 1},
+    {"in_zp": -300, "out_zp": 250, "batches": 2}, {"act": 3, "out_scale": 1e-3}, {"depth": 64, "units": 12},
+    {"depth": 33, "units": 41, "per_channel": True}, {"depth": 1, "units": 9},
+    {"depth": 1200, "units": 3, "out_scale": 4.0, "positive": True},  # int64 sums
+    {"bias_max": 2**62, "in_zp": 5},
+]
+
+
+@pytest.mark.parametrize("case", FC16, ids=_id)
+def test_fully_connected_s16(case: dict) -> None:
+    assert_all_same(fc16(**case), samples=3, wheel=_wheel_agrees(case))
+
+
 def test_kws_ds_cnn_int16x8() -> None:
     assert_all_same((ROOT / "tests" / "models" / "kws_ds_cnn_int16x8.tflite").read_bytes(), samples=3)
 
