@@ -1,7 +1,8 @@
-"""The host ports of QUANTIZE (every integer pair TFLM has), CONCATENATION and CAST give the portable kernels',
-the interpreter's and the TFLM wheel's bytes: odd element counts (vector groups and their scalar tails), zero
-points at the types' edges, scales that shift left and right, saturation, every axis and row widths 1 to 70 bytes,
-every integer cast pair and casts laid over their inputs."""
+"""The host ports of QUANTIZE (every integer pair TFLM has), CONCATENATION, CAST and int8 AVERAGE_POOL_2D give
+the portable kernels', the interpreter's and the TFLM wheel's bytes: odd element counts (vector groups and their
+scalar tails), zero points at the types' edges, scales that shift left and right, saturation, every axis and row
+widths 1 to 70 bytes, every integer cast pair and casts laid over their inputs, pooling windows cut by padding,
+global pools and channel tails."""
 
 from __future__ import annotations
 
@@ -128,3 +129,19 @@ def test_cast_chain_over_its_input() -> None:
     ported, portable = NativeModel(model), NativeModel(model, host_ports=False)
     xs = _inputs(model, 3, 2)
     assert [g.tobytes() for g in ported.run_chunk(xs)[0]] == [b.tobytes() for b in portable.run_chunk(xs)[0]]
+
+
+AVERAGE_POOL = [
+    {"h": 6, "w": 6, "c": 37, "fh": 6, "fw": 6, "stride": (1, 1), "pad": 1},  # a global pool, 4 blocks + 5
+    {"h": 7, "w": 5, "c": 16, "fh": 3, "fw": 3, "stride": (1, 1), "pad": 0, "zp": -128},  # SAME: cut windows
+    {"h": 9, "w": 9, "c": 8, "fh": 4, "fw": 2, "stride": (2, 3), "pad": 0, "act": 1, "zp": 127},
+    {"n": 2, "h": 3, "w": 4, "c": 24, "fh": 2, "fw": 2, "stride": (1, 1), "pad": 1, "act": 3},
+]
+
+
+@pytest.mark.parametrize("case", AVERAGE_POOL, ids=_id)
+def test_average_pool(case: dict) -> None:
+    """int8 AVERAGE_POOL_2D: sums 8 channels at a time, the rounding division of each sign, channel tails."""
+    from test_native_ports_more import pool
+
+    assert_all_same(pool(op="AVERAGE_POOL_2D", **case))

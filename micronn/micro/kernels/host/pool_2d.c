@@ -1,5 +1,5 @@
 /* MAX_POOL_2D, int8: the host port (x86-64 with AVX2) of kernels/pool_2d.c, same symbols, same argument words
- * (AVERAGE_POOL_2D stays portable: a small share of any model's time).
+ * (AVERAGE_POOL_2D: below).
  *
  * The maximum is taken in two passes per output row, both 32 bytes at a time: down the window's input rows
  * (one row buffer of in_w * c bytes, skipped when the window is one row high), then across each output pixel's
@@ -14,9 +14,68 @@
 #undef mn_max_pool_2d_s8
 #include "mn_host.h"
 
-void mn_average_pool_2d_s8(const mn_word *args) { mn_average_pool_2d_s8_portable(args); }
-
 #if defined(MNH_AVX2)
+/* AVERAGE_POOL_2D, int8: per output pixel, 8 channels at a time, the window's values summed as int32 lanes (the
+ * portable kernel's sums, exact), then its rounding division (acc + half) / count or (acc - half) / count
+ * truncated, as a double division: the quotient of integers below 2^31 is never close enough to an integer for
+ * the double's rounding to cross it. Channels past the last 8, and empty windows, as the portable kernel does. */
+void mn_average_pool_2d_s8(const mn_word *args) {
+    int8_t *out = MN_P(int8_t, OUT);
+    const int8_t *in = MN_P(const int8_t, IN);
+    const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), c = MN_I(C), out_h = MN_I(OUT_H);
+    const int out_w = MN_I(OUT_W), fh = MN_I(F_H), fw = MN_I(F_W), sh = MN_I(S_H), sw = MN_I(S_W);
+    const int pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L), stage = MN_I(STAGE);
+    const int32_t lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
+    if (lo < -128 || hi > 127 || lo > hi) { mn_average_pool_2d_s8_portable(args); return; }
+    const __m256i vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi);
+    int8_t staged[stage ? c : 1];
+    for (int b = 0; b < n; b++)
+        for (int oy = 0; oy < out_h; oy++) {
+            const int y0 = mn_max(oy * sh - pad_t, 0), y1 = mn_min(oy * sh - pad_t + fh, in_h);
+            for (int ox = 0; ox < out_w; ox++) {
+                const int x0 = mn_max(ox * sw - pad_l, 0), x1 = mn_min(ox * sw - pad_l + fw, in_w);
+                const int32_t count = (y1 - y0) * (x1 - x0), half = count / 2;
+                const int8_t *window = in + (((size_t)b * in_h + y0) * in_w + x0) * c;
+                int8_t *o = stage ? staged : out + (((size_t)b * out_h + oy) * out_w + ox) * c;
+                int ch = 0;
+                if (count > 0) {
+                    const __m256d dc = _mm256_set1_pd((double)count);
+                    const __m256i vh = _mm256_set1_epi32(half), vnh = _mm256_set1_epi32(-half);
+                    const __m256i zero = _mm256_setzero_si256();
+                    for (; ch + 8 <= c; ch += 8) {
+                        __m256i acc = zero;
+                        for (int y = y0; y < y1; y++) {
+                            const int8_t *x = window + (size_t)(y - y0) * in_w * c + ch;
+                            for (int k = 0; k < x1 - x0; k++) {
+                                const __m128i v = _mm_loadl_epi64((const __m128i *)(x + (size_t)k * c));
+                                acc = _mm256_add_epi32(acc, _mm256_cvtepi8_epi32(v));
+                            }
+                        }
+                        /* acc > 0: acc + half; else acc - half */
+                        const __m256i pos = _mm256_cmpgt_epi32(acc, zero);
+                        const __m256i num = _mm256_add_epi32(acc, _mm256_blendv_epi8(vnh, vh, pos));
+                        const __m256d n0 = _mm256_cvtepi32_pd(_mm256_castsi256_si128(num));
+                        const __m256d n1 = _mm256_cvtepi32_pd(_mm256_extracti128_si256(num, 1));
+                        const __m128i q0 = _mm256_cvttpd_epi32(_mm256_div_pd(n0, dc));
+                        const __m128i q1 = _mm256_cvttpd_epi32(_mm256_div_pd(n1, dc));
+                        const __m256i q = _mm256_min_epi32(_mm256_max_epi32(_mm256_set_m128i(q1, q0), vlo), vhi);
+                        _mm_storel_epi64((__m128i *)(o + ch), mnh_bytes8(q));
+                    }
+                }
+                for (; ch < c; ch++) {
+                    int32_t acc = 0;
+                    for (int y = 0; y < y1 - y0; y++) {
+                        const int8_t *x = window + (size_t)y * in_w * c + ch;
+                        for (int k = 0; k < x1 - x0; k++) acc += x[k * c];
+                    }
+                    acc = acc > 0 ? (acc + half) / count : (acc - half) / count;
+                    o[ch] = (int8_t)mn_clamp(acc, lo, hi);
+                }
+                if (stage) memcpy(out + (((size_t)b * out_h + oy) * out_w + ox) * c, staged, (size_t)c);
+            }
+        }
+}
+
 enum { ROW_BYTES = 1 << 16 }; /* the row buffer lives on the stack */
 
 /* o[0..c) = clamp(max(-128, the `taps` pixels of t, c bytes apart)) */
@@ -84,5 +143,6 @@ void mn_max_pool_2d_s8(const mn_word *args) {
         }
 }
 #else
+void mn_average_pool_2d_s8(const mn_word *args) { mn_average_pool_2d_s8_portable(args); }
 void mn_max_pool_2d_s8(const mn_word *args) { mn_max_pool_2d_s8_portable(args); }
 #endif
