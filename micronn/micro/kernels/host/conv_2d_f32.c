@@ -113,7 +113,7 @@ __attribute__((always_inline)) static inline void fconv_tile(const fconv_call *c
     }
 }
 
-/* a tile of `pixels` pixels (the shape's P, P / 2 or 1), all out_c channels: blocks B at a time */
+/* a tile of `pixels` pixels (1 to the shape's P), all out_c channels: blocks B at a time */
 static void fconv_pixels(const fconv_call *cc, const float *const *x_rows, int nr, const int *fy_of, int fx0, int fx1,
                          float **o, int out_c, int pixels) {
     const int blocks = mnh_blocks8(out_c);
@@ -131,21 +131,38 @@ static void fconv_pixels(const fconv_call *cc, const float *const *x_rows, int n
     } while (0)
     const int bl = 0;
     if (blocks == 1) {
-        if (pixels == 8) TILE(8, 1);
-        else if (pixels == 4) TILE(4, 1);
-        else TILE(1, 1);
+        switch (pixels) {
+        case 8: TILE(8, 1); break;
+        case 7: TILE(7, 1); break;
+        case 6: TILE(6, 1); break;
+        case 5: TILE(5, 1); break;
+        case 4: TILE(4, 1); break;
+        case 3: TILE(3, 1); break;
+        case 2: TILE(2, 1); break;
+        default: TILE(1, 1); break;
+        }
     } else if (blocks == 2) {
-        if (pixels == 6) TILE(6, 2);
-        else if (pixels == 3) TILE(3, 2);
-        else TILE(1, 2);
+        switch (pixels) {
+        case 6: TILE(6, 2); break;
+        case 5: TILE(5, 2); break;
+        case 4: TILE(4, 2); break;
+        case 3: TILE(3, 2); break;
+        case 2: TILE(2, 2); break;
+        default: TILE(1, 2); break;
+        }
     } else if (blocks == 3) {
-        if (pixels == 4) TILE(4, 3);
-        else if (pixels == 2) TILE(2, 3);
-        else TILE(1, 3);
-    } else if (pixels == 3) {
-        BLOCKS(3);
+        switch (pixels) {
+        case 4: TILE(4, 3); break;
+        case 3: TILE(3, 3); break;
+        case 2: TILE(2, 3); break;
+        default: TILE(1, 3); break;
+        }
     } else {
-        BLOCKS(1);
+        switch (pixels) {
+        case 3: BLOCKS(3); break;
+        case 2: BLOCKS(2); break;
+        default: BLOCKS(1); break;
+        }
     }
 #undef BLOCKS
 #undef TILE
@@ -178,7 +195,10 @@ void mn_conv_2d_f32(const mn_word *args) {
     const int k = fh * fw * in_c, tp = fconv_tile_pixels(out_c);
     const fconv_call cc = {p->w, p->bias, &lo, &hi, k, in_c, fw, dw, MN_P(const float, BIAS) != NULL,
                            (size_t)sw * in_c, (size_t)k * 8};
-    float staged[stage ? 8 * out_c : 1]; /* a tile's pixels, stored once the tile is done (stage) */
+    /* a streamed output (stage): a tile's pixels stored once all are done, directly when one tile call sums all
+     * their channels before storing any */
+    const int staging = stage && mnh_blocks8(out_c) > 4;
+    float staged[staging ? 8 * out_c : 1];
     const float *x_rows[fh];
     int fy_of[fh];
     float *o[8];
@@ -197,18 +217,17 @@ void mn_conv_2d_f32(const mn_word *args) {
             for (int ox = 0; ox < out_w;) {
                 const int ix0 = ox * sw - pad_l;
                 int fx0 = 0, fx1 = fw, pixels = 1;
-                if (ox >= in_lo && ox < in_hi) { /* every tap: a whole tile, half one or one pixel */
-                    const int left = in_hi - ox;
-                    pixels = left >= tp ? tp : left >= tp / 2 ? tp / 2 : 1;
+                if (ox >= in_lo && ox < in_hi) { /* every tap: a tile of up to tp pixels */
+                    pixels = in_hi - ox < tp ? in_hi - ox : tp;
                 } else {
                     mn_f32_taps(ix0, dw, in_w, fw, &fx0, &fx1);
                 }
                 for (int r = 0; r < nr; r++)
                     x_rows[r] = image + (size_t)(iy0 + fy_of[r] * dh) * in_w * in_c + (ptrdiff_t)ix0 * in_c;
                 for (int i = 0; i < pixels; i++)
-                    o[i] = stage ? staged + (size_t)i * out_c : out_row + (size_t)(ox + i) * out_c;
+                    o[i] = staging ? staged + (size_t)i * out_c : out_row + (size_t)(ox + i) * out_c;
                 fconv_pixels(&cc, x_rows, nr, fy_of, fx0, fx1, o, out_c, pixels);
-                if (stage) memcpy(out_row + (size_t)ox * out_c, staged, sizeof(float) * out_c * pixels);
+                if (staging) memcpy(out_row + (size_t)ox * out_c, staged, sizeof(float) * out_c * pixels);
                 ox += pixels;
             }
         }

@@ -73,7 +73,10 @@ void mn_depthwise_conv_2d_f32(const mn_word *args) {
     const float flo = mn_f32_arg(args, ACT_MIN), fhi = mn_f32_arg(args, ACT_MAX);
     const fdw_call cc = {filter, bias, c_n, fw, dw, (size_t)sw * c_n, (size_t)in_w * c_n, flo, fhi};
     const int blocks = c_n / 8, tp = blocks == 1 ? 8 : 4;
-    float staged[stage ? 8 * c_n : 1]; /* a tile's pixels, stored once the tile is done (stage) */
+    /* a streamed output (stage): a tile's pixels stored once all are done, directly when one tile call sums all
+     * their channels before storing any (8 or 16 channels) */
+    const int staging = stage && c_n != 8 && c_n != 16;
+    float staged[staging ? 8 * c_n : 1];
     float *o[8];
     int in_lo = 0, in_hi = out_w; /* the output columns whose every tap lies inside the input */
     while (in_lo < out_w && in_lo * sw - pad_l < 0) in_lo++;
@@ -90,29 +93,37 @@ void mn_depthwise_conv_2d_f32(const mn_word *args) {
             for (int ox = 0; ox < out_w;) {
                 const int ix0 = ox * sw - pad_l;
                 int fx0 = 0, fx1 = fw, pixels = 1;
-                if (ox >= in_lo && ox < in_hi) { /* every tap: a whole tile, half one or one pixel */
-                    const int left = in_hi - ox;
-                    pixels = left >= tp ? tp : left >= tp / 2 ? tp / 2 : 1;
+                if (ox >= in_lo && ox < in_hi) { /* every tap: a tile of up to tp pixels */
+                    pixels = in_hi - ox < tp ? in_hi - ox : tp;
                 } else {
                     mn_f32_taps(ix0, dw, in_w, fw, &fx0, &fx1);
                 }
                 const float *x = image + ((ptrdiff_t)(iy0 + fy0 * dh) * in_w + ix0) * c_n;
                 for (int i = 0; i < pixels; i++)
-                    o[i] = stage ? staged + (size_t)i * c_n : out_row + (size_t)(ox + i) * c_n;
+                    o[i] = staging ? staged + (size_t)i * c_n : out_row + (size_t)(ox + i) * c_n;
                 int c = 0;
-                if (pixels == 8) {
-                    fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, 0, o, 8, 1);
+#define TILES(P)                                                                                                   \
+    do {                                                                                                           \
+        for (; c + 16 <= c_n; c += 16) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, P, 2);                       \
+        for (; c + 8 <= c_n; c += 8) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, P, 1);                         \
+    } while (0)
+                if (pixels > 4) { /* 8 channels: tp = 8 */
+                    switch (pixels) {
+                    case 8: fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, 0, o, 8, 1); break;
+                    case 7: fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, 0, o, 7, 1); break;
+                    case 6: fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, 0, o, 6, 1); break;
+                    default: fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, 0, o, 5, 1); break;
+                    }
                     c = 8;
-                } else if (pixels == 4) {
-                    for (; c + 16 <= c_n; c += 16) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 4, 2);
-                    for (; c + 8 <= c_n; c += 8) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 4, 1);
-                } else if (pixels == 2) {
-                    for (; c + 16 <= c_n; c += 16) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 2, 2);
-                    for (; c + 8 <= c_n; c += 8) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 2, 1);
                 } else {
-                    for (; c + 16 <= c_n; c += 16) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 1, 2);
-                    for (; c + 8 <= c_n; c += 8) fdw_tile(&cc, x, nr, dh, fy0, fx0, fx1, c, o, 1, 1);
+                    switch (pixels) {
+                    case 4: TILES(4); break;
+                    case 3: TILES(3); break;
+                    case 2: TILES(2); break;
+                    default: TILES(1); break;
+                    }
                 }
+#undef TILES
                 for (int i = 0; i < pixels; i++) /* the channels past the last 8, one at a time */
                     for (int ch = c; ch < c_n; ch++) {
                         float total = 0.0f;
@@ -125,7 +136,7 @@ void mn_depthwise_conv_2d_f32(const mn_word *args) {
                         if (bias) total = bias[ch] + total;
                         o[i][ch] = mn_f32_clamp(total, flo, fhi);
                     }
-                if (stage) memcpy(out_row + (size_t)ox * c_n, staged, sizeof(float) * c_n * pixels);
+                if (staging) memcpy(out_row + (size_t)ox * c_n, staged, sizeof(float) * c_n * pixels);
                 ox += pixels;
             }
         }

@@ -23,7 +23,8 @@ __attribute__((always_inline)) static inline void pool_host(const mn_word *args,
     const int pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L), stage = MN_I(STAGE);
     const float flo = mn_f32_arg(args, ACT_MIN), fhi = mn_f32_arg(args, ACT_MAX);
     const __m256 lo = _mm256_set1_ps(flo), hi = _mm256_set1_ps(fhi);
-    float staged[stage ? c : 1];
+    const int staging = stage && c != 8; /* 8 channels: one vector, stored after all its taps are read */
+    float staged[staging ? c : 1];
 
     for (int b = 0; b < n; b++)
         for (int oy = 0; oy < out_h; oy++) {
@@ -35,7 +36,7 @@ __attribute__((always_inline)) static inline void pool_host(const mn_word *args,
                 int x0, x1;
                 mn_f32_taps(ix0, 1, in_w, fw, &x0, &x1);
                 const float count = (float)((y1 - y0) * (x1 - x0));
-                float *o = stage ? staged : out + (((size_t)b * out_h + oy) * out_w + ox) * c;
+                float *o = staging ? staged : out + (((size_t)b * out_h + oy) * out_w + ox) * c;
                 const float *window = in + (((size_t)b * in_h + iy0) * in_w + ix0 + x0) * c;
                 int ch = 0;
                 for (; ch + 8 <= c; ch += 8) {
@@ -66,7 +67,7 @@ __attribute__((always_inline)) static inline void pool_host(const mn_word *args,
                     if (average) acc = acc / count;
                     o[ch] = mn_f32_clamp(acc, flo, fhi);
                 }
-                if (stage) memcpy(out + (((size_t)b * out_h + oy) * out_w + ox) * c, staged, sizeof(float) * c);
+                if (staging) memcpy(out + (((size_t)b * out_h + oy) * out_w + ox) * c, staged, sizeof(float) * c);
             }
         }
 }
