@@ -2,7 +2,8 @@
 tanhf eight lanes at a time give the scalar functions' bits (mn_libm.h, glibc's algorithms) and glibc's own, on a
 large random sample of bit patterns, every branch threshold's neighbours and the special values. CONV_2D and
 DEPTHWISE_CONV_2D in tiles of pixels x channel blocks: awkward widths and depths against the interpreter (and the
-wheel), and the output streamed over the input (`stage`) against the portable kernels.
+wheel), and the output streamed over the input (`stage`) against the portable kernels; sums meeting NaNs of both
+signs; LOGISTIC and TANH through the vector math.
 
 The one-off exhaustive check (all 2^32 inputs, each function: 0 differences from mn_libm.h and from glibc, NaNs
 aside for glibc) is ``python tests/export/test_native_ports_f32.py --all`` (minutes per function)."""
@@ -23,6 +24,7 @@ from micronn import Interpreter
 from micronn.export import NativeModel
 from micronn.export.native import FLAGS, host_toolchain
 from micronn.micro import lower
+from micronn.testing import T, op_model
 
 SOURCE = r"""
 #include <math.h>
@@ -242,4 +244,20 @@ def test_sums_of_nans_keep_the_portable_kernels_nan(model: str) -> None:
     got, done, _ = NativeModel(data).run_chunk([x])
     want, _, _ = NativeModel(data, host_ports=False).run_chunk([x])
     assert done == 4
+    assert got[0].tobytes() == want[0].tobytes()
+
+
+# ---- LOGISTIC and TANH float32 (host/elementwise_f32.c) ------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+@pytest.mark.parametrize("shape", [(1, 80), (3, 7), (2, 5, 9, 4), (1, 1)])
+def test_logistic_tanh_f32(op: str, shape: tuple[int, ...]) -> None:
+    """Vectors of 8 and the scalar tail: the interpreter's bytes (specials included), the wheel's on a plain one."""
+    data = op_model(op, [T(shape, "float32")], [T(shape, "float32")])
+    assert_ported_same(data, wheel=shape == (1, 80))
+    rng = np.random.default_rng(3)  # the gates' range densely, and the branch thresholds' neighbours
+    x = np.concatenate([rng.uniform(-30, 30, 4096).astype(np.float32), _sample(n=1 << 12)[:4096]])
+    x = np.resize(x, (len(x) // int(np.prod(shape)), *shape))
+    got, _, _ = NativeModel(data).run_chunk([x])
+    want, _, _ = NativeModel(data, host_ports=False).run_chunk([x])
     assert got[0].tobytes() == want[0].tobytes()
