@@ -201,9 +201,15 @@ static const direct_pack *direct_prepare(const mn_word *args) {
         for (int i = 0; i < MR; i++)                                                                                \
             for (int v = 0; v < NV; v++) acc[i * NV + v] = a[i][v];                                                 \
     }
-enum { MR16 = 6, MR8 = 12 };
+enum { MR16 = 6, MR8 = 12, DIRECT_BAND = 32 };
 DIRECT_KERNEL(direct16, MR16, 2)
 DIRECT_KERNEL(direct8, MR8, 1)
+DIRECT_KERNEL(direct8x9, 9, 1)
+DIRECT_KERNEL(direct8x4, 4, 1)
+DIRECT_KERNEL(direct8x2, 2, 1)
+DIRECT_KERNEL(direct8x1, 1, 1)
+
+typedef void (*direct_kernel)(const int16_t *const *, const direct_pack *, const int16_t *, const int32_t *, __m256i *);
 
 /* m pixels' 16 channels (acc[2 i], acc[2 i + 1]) requantized by mnh_fq and stored, n <= 16 of them per pixel. */
 __attribute__((always_inline)) static inline void direct_store16(int8_t *out, size_t stride, int m, int n,
@@ -278,44 +284,60 @@ static int conv_direct(const mn_word *args) {
     const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), out_c = MN_I(OUT_C), sh = MN_I(S_H), sw = MN_I(S_W);
     const int32_t out_zp = MN_I(OUT_ZP), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
     const int blocks = mnh_blocks8(out_c), total = out_h * out_w, wide = blocks >= 2;
-    const int mr = wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
+    /* an image of at most 9 pixels: one block of pixels over 8-channel blocks (the weights read once) */
+    const int few = total <= 9 ? (total <= 2 ? total : total <= 4 ? 4 : 9) : 0;
+    const direct_kernel k8 = few == 9 ? direct8x9 : few == 4 ? direct8x4 : few == 2 ? direct8x2 : few == 1 ? direct8x1
+                                                                                                           : direct8;
+    const int mr = few ? few : wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
     const size_t wstep = (size_t)p->segs * p->lp * 16;
+    /* pixel blocks in bands whose windows stay in cache while each channel block's weights pass over them */
+    const int k = p->segs * p->lp * 2, band = mn_max(1, mn_min(DIRECT_BAND, 16384 / (mr * k * 2)));
     __m256i acc[MR8];
+    const int16_t *px[DIRECT_BAND][MR8];
     for (int b = 0; b < n; b++) {
         const int16_t *x = direct_image(p, in + (size_t)b * in_h * in_w * in_c, in_h, in_w, in_c, MN_I(PAD_T),
                                         MN_I(PAD_L), (int16_t)-MN_I(IN_OFF));
         int8_t *ob = out + (size_t)b * total * out_c;
-        const int16_t *px[MR8];
-        for (int p0 = 0; p0 < total; p0 += mr) {
-            const int m = mn_min(mr, total - p0);
-            for (int i = 0; i < MR8; i++) { /* past m: the last pixel again (computed, not stored) */
-                const int q = p0 + mn_min(i, m - 1), oy = q / out_w, ox = q % out_w;
-                px[i] = x + ((size_t)oy * sh * p->wp + (size_t)ox * sw) * in_c;
-            }
-            int8_t *o = ob + (size_t)p0 * out_c;
-            int bl = 0;
-            for (; wide && bl + 2 <= blocks; bl += 2) {
-                direct16(px, p, p->w + bl * wstep, p->bias + bl * 8, acc);
-                const int nn = mn_min(16, out_c - bl * 8);
-                if (fast) {
-                    const mnh_fq8 r0 = mnh_fq8_load(&p->fq, bl * 8, lo, hi), r1 = mnh_fq8_load(&p->fq, bl * 8 + 8, lo, hi);
-                    if (!left && !e0) direct_store16(o + bl * 8, (size_t)out_c, m, nn, acc, &r0, &r1, 0, 0);
-                    else direct_store16(o + bl * 8, (size_t)out_c, m, nn, acc, &r0, &r1, 1, 1);
-                    continue;
+        int oy = 0, ox = 0; /* the next block's first pixel */
+        for (int b0 = 0; b0 < total; b0 += band * mr) {
+            const int nb = mn_min(band, (total - b0 + mr - 1) / mr);
+            for (int j = 0; j < nb; j++) {
+                const int m = mn_min(mr, total - b0 - j * mr);
+                for (int i = 0; i < m; i++) {
+                    px[j][i] = x + ((size_t)oy * sh * p->wp + (size_t)ox * sw) * in_c;
+                    if (++ox == out_w) ox = 0, oy++;
                 }
-                mnh_store8xm(o + bl * 8, (size_t)out_c, m, mn_min(8, nn), acc, 2, &p->rq, bl * 8, out_zp, lo, hi);
-                mnh_store8xm(o + bl * 8 + 8, (size_t)out_c, m, nn - 8, acc + 1, 2, &p->rq, bl * 8 + 8, out_zp, lo, hi);
+                for (int i = m; i < MR8; i++) px[j][i] = px[j][m - 1]; /* computed, not stored */
+            }
+            int bl = 0;
+            for (; wide && !few && bl + 2 <= blocks; bl += 2) {
+                const int nn = mn_min(16, out_c - bl * 8);
+                const mnh_fq8 r0 = mnh_fq8_load(&p->fq, bl * 8, lo, hi), r1 = mnh_fq8_load(&p->fq, bl * 8 + 8, lo, hi);
+                for (int j = 0; j < nb; j++) {
+                    const int p0 = b0 + j * mr, m = mn_min(mr, total - p0);
+                    int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
+                    direct16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
+                    if (!fast) {
+                        mnh_store8xm(o, (size_t)out_c, m, mn_min(8, nn), acc, 2, &p->rq, bl * 8, out_zp, lo, hi);
+                        mnh_store8xm(o + 8, (size_t)out_c, m, nn - 8, acc + 1, 2, &p->rq, bl * 8 + 8, out_zp, lo, hi);
+                    } else if (!left && !e0) {
+                        direct_store16(o, (size_t)out_c, m, nn, acc, &r0, &r1, 0, 0);
+                    } else {
+                        direct_store16(o, (size_t)out_c, m, nn, acc, &r0, &r1, 1, 1);
+                    }
+                }
             }
             for (; bl < blocks; bl++) {
-                direct8(px, p, p->w + bl * wstep, p->bias + bl * 8, acc);
                 const int nn = mn_min(8, out_c - bl * 8);
-                if (fast) {
-                    const mnh_fq8 r = mnh_fq8_load(&p->fq, bl * 8, lo, hi);
-                    if (!left && !e0) direct_store8(o + bl * 8, (size_t)out_c, m, nn, acc, &r, 0, 0);
-                    else direct_store8(o + bl * 8, (size_t)out_c, m, nn, acc, &r, 1, 1);
-                    continue;
+                const mnh_fq8 r = mnh_fq8_load(&p->fq, bl * 8, lo, hi);
+                for (int j = 0; j < nb; j++) {
+                    const int p0 = b0 + j * mr, m = mn_min(mr, total - p0);
+                    int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
+                    k8(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
+                    if (!fast) mnh_store8xm(o, (size_t)out_c, m, nn, acc, 1, &p->rq, bl * 8, out_zp, lo, hi);
+                    else if (!left && !e0) direct_store8(o, (size_t)out_c, m, nn, acc, &r, 0, 0);
+                    else direct_store8(o, (size_t)out_c, m, nn, acc, &r, 1, 1);
                 }
-                mnh_store8xm(o + bl * 8, (size_t)out_c, m, nn, acc, 1, &p->rq, bl * 8, out_zp, lo, hi);
             }
         }
     }
