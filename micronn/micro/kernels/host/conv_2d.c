@@ -1,11 +1,14 @@
 /* CONV_2D, int8: the host port (x86-64 with AVX2) of kernels/conv_2d.c, same symbol, same argument words.
  *
- * A GEMM over im2col rows: per block of MR output pixels, each pixel's window is widened to int16 (taps outside
- * the input hold the input zero point, so every window starts from `bias_full`: a padded tap adds zp * w, which
- * bias_full = bias - zp * sum(w) takes back, the wrapping sums equal the portable kernel's valid-taps sums bit for
- * bit), then each block of 16 output channels sums (x[2j], x[2j+1]) . (w[2j], w[2j+1]) with one madd per 8
- * channels and pixel, the weights repacked once (mn_host.h). Groups are GEMMs of their own. Without AVX2 (or out
- * of memory) it is the portable kernel, compiled below under another name.
+ * Ungrouped layers take the direct path (below): windows read in place from a widened, zero-point-padded copy of
+ * the image, no im2col. Grouped ones, and the direct path's refusals (a padded image over 16 MiB, requantization
+ * parameters the vector code does not take), run a GEMM over im2col rows: per block of MR output pixels, each
+ * pixel's window is widened to int16 (taps outside the input hold the input zero point, so every window starts
+ * from `bias_full`: a padded tap adds zp * w, which bias_full = bias - zp * sum(w) takes back, the wrapping sums
+ * equal the portable kernel's valid-taps sums bit for bit), then each block of 16 output channels sums
+ * (x[2j], x[2j+1]) . (w[2j], w[2j+1]) with one madd per 8 channels and pixel, the weights repacked once
+ * (mn_host.h). Groups are GEMMs of their own. Without AVX2 (or out of memory) it is the portable kernel, compiled
+ * below under another name.
  */
 #define mn_conv_2d_s8 mn_conv_2d_s8_portable
 #include "conv_2d.portable.inc"
@@ -161,7 +164,8 @@ static const direct_pack *direct_prepare(const mn_word *args) {
     for (int r = 0; r < out_c; r++) {
         int16_t *d = p->w + (size_t)(r / 8) * segs * lp * 16 + 2 * (r % 8);
         for (int s = 0; s < segs; s++)
-            for (int e = 0; e < len; e++) d[((size_t)s * lp + e / 2) * 16 + (e & 1)] = filter[(size_t)r * k + s * len + e];
+            for (int e = 0; e < len; e++)
+                d[((size_t)s * lp + e / 2) * 16 + (e & 1)] = filter[(size_t)r * k + s * len + e];
         p->bias[r] = MN_P(const int32_t, BIAS_FULL)[r];
         mult[r] = MN_P(const int32_t, MULT)[r], shift[r] = MN_P(const int8_t, SHIFT)[r];
         bound[r] = (p->bias[r] < 0 ? -(int64_t)p->bias[r] : p->bias[r]) + (int64_t)k * 128 * 128;

@@ -1,13 +1,15 @@
 /* DEPTHWISE_CONV_2D, int8: the host port (x86-64 with AVX2) of kernels/depthwise_conv_2d.c, same symbol, same
  * argument words.
  *
- * Per output pixel, channels 16 (then 8) at a time, taps two at a time: the two taps' int8 inputs widened to
- * int16 and interleaved, so one madd per 8 channels adds both taps' products; the weights are interleaved the
- * same way once per call site (mn_host.h's cache). Taps outside the input read a row holding the input zero
- * point, so every window starts from `bias_full` (bias - zp * sum(w): a padded tap's zp * w is taken back and the
- * wrapping sums equal the portable kernel's valid-taps sums bit for bit). Channels past the last 8 are summed
- * one by one the same way. A depth multiplier above 1 first expands each image to one input channel per output
- * channel (channel c repeated `mult` times), which is then a depthwise convolution of multiplier 1.
+ * The paired path (below) runs every call whose sums mnh_fq requantizes (|bias_full| + taps * 2^14 < 2^28, shifts
+ * in range); the others run the per-pixel path: per output pixel, channels 16 (then 8) at a time, taps two at a
+ * time: the two taps' int8 inputs widened to int16 and interleaved, so one madd per 8 channels adds both taps'
+ * products; the weights are interleaved the same way once per call site (mn_host.h's cache). Taps outside the input
+ * read a row holding the input zero point, so every window starts from `bias_full` (bias - zp * sum(w): a padded
+ * tap's zp * w is taken back and the wrapping sums equal the portable kernel's valid-taps sums bit for bit).
+ * Channels past the last 8 are summed one by one the same way. A depth multiplier above 1 first expands each image
+ * to one input channel per output channel (channel c repeated `mult` times), which is then a depthwise convolution
+ * of multiplier 1.
  */
 #define mn_depthwise_conv_2d_s8 mn_depthwise_conv_2d_s8_portable
 #include "depthwise_conv_2d.portable.inc"
@@ -125,7 +127,8 @@ static const pair_pack *pair_prepare(const mn_word *args, int wp) {
     for (int ch = 0; ch < c; ch++) {
         int16_t *d = p->w + (size_t)(ch / 8) * fh * fw2 * 16 + 2 * (ch % 8);
         for (int fy = 0; fy < fh; fy++)
-            for (int fx = 0; fx < fw; fx++) d[(fy * fw2 + fx / 2) * 16 + (fx & 1)] = filter[(size_t)(fy * fw + fx) * c + ch];
+            for (int fx = 0; fx < fw; fx++)
+                d[(fy * fw2 + fx / 2) * 16 + (fx & 1)] = filter[(size_t)(fy * fw + fx) * c + ch];
         p->bias[ch] = MN_P(const int32_t, BIAS_FULL)[ch];
         shift[ch] = MN_P(const int8_t, SHIFT)[ch];
         bound[ch] = (p->bias[ch] < 0 ? -(int64_t)p->bias[ch] : p->bias[ch]) + (int64_t)taps * 128 * 128;
