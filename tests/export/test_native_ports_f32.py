@@ -261,3 +261,68 @@ def test_logistic_tanh_f32(op: str, shape: tuple[int, ...]) -> None:
     got, _, _ = NativeModel(data).run_chunk([x])
     want, _, _ = NativeModel(data, host_ports=False).run_chunk([x])
     assert got[0].tobytes() == want[0].tobytes()
+
+
+# ---- MAX_POOL_2D float32 without padding, whole vectors of channels (host/pool_2d_f32.c's max_pool_full) ----------
+
+FULL_MAX_POOL = [
+    {"c": 8, "h": 26, "w": 26},  # float_cnn's
+    {"c": 16, "h": 9, "w": 11, "act": 1},  # odd sizes: the last row and column left out
+    {"c": 24, "h": 7, "w": 8, "fh": 3, "fw": 2, "stride": (2, 1), "act": 3},
+    {"c": 8, "n": 2, "h": 5, "w": 6, "fh": 1, "fw": 3, "stride": (1, 3)},
+    {"c": 8, "h": 6, "w": 6, "fh": 6, "fw": 6, "stride": (1, 1)},  # one window: the whole image
+]
+
+
+@pytest.mark.parametrize("case", FULL_MAX_POOL, ids=_id)
+def test_max_pool_f32_full_windows(case: dict) -> None:
+    from test_native_ports_more import pool
+
+    assert_ported_same(pool(kind="float32", **case))
+
+
+def test_max_pool_f32_full_windows_the_wheel_agrees() -> None:
+    from test_native_ports_more import pool
+
+    assert_ported_same(pool(kind="float32", c=8, h=26, w=26, act=1), wheel=True)
+
+
+@pytest.mark.parametrize("case", FULL_MAX_POOL[:3], ids=_id)
+def test_max_pool_f32_specials(case: dict) -> None:
+    """NaNs of both signs, zeros of both signs, infinities and the lowest float: the port keeps the portable
+    kernel's maximum (the first of equal zeros, never a NaN) and clamp."""
+    from test_native_ports_more import pool
+
+    data = pool(kind="float32", **case)
+    shape = Interpreter(data).subgraph.tensors[Interpreter(data).subgraph.inputs[0]].shape
+    rng = np.random.default_rng(2)
+    specials = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, np.finfo(np.float32).min, 1.0, -1.0],
+                        np.float32)
+    x = specials[rng.integers(0, len(specials), (6, *shape))]
+    x[0] = -0.0  # every window: zeros only
+    x[1] = np.nan
+    got, done, _ = NativeModel(data).run_chunk([x])
+    want, _, _ = NativeModel(data, host_ports=False).run_chunk([x])
+    assert done == 6
+    assert got[0].tobytes() == want[0].tobytes()
+
+
+@pytest.mark.parametrize("c,k,s", [(8, 2, 2), (8, 3, 1), (8, 2, 1), (16, 2, 2)])
+def test_max_pool_f32_streamed_over_the_input(c: int, k: int, s: int) -> None:
+    """`stage` with the output laid on the input (float_cnn's max pool): each pixel's taps read before it is
+    stored; 16 channels (stage, more than one vector) take the general loop."""
+    lib, rng = _kernel_library("pool_2d_f32"), np.random.default_rng(c + k)
+    h, w = 9, 12
+    oh, ow = (h - k) // s + 1, (w - k) // s + 1
+    x = rng.uniform(-2, 2, (h, w, c)).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    results = []
+    for fn in ("mn_max_pool_2d_f32_portable", "mn_max_pool_2d_f32"):
+        arena = np.zeros(h * w * c + 64, np.float32)
+        arena[:h * w * c] = x.ravel()
+        ptr = arena.ctypes.data
+        words = [ptr, ptr, 1, h, w, c, oh, ow, k, k, s, s, 0, 0, _f32_word(-1.5), _f32_word(1.5), 1]
+        args = np.array(words, np.uint64)
+        getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
+        results.append(arena[:oh * ow * c].copy())
+    assert results[0].tobytes() == results[1].tobytes()
