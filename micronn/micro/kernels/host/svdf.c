@@ -142,6 +142,61 @@ static void time8(int16_t *s, const int16_t *w, const int16_t *fresh, int n, con
     }
 }
 
+/* filter f's window of a memory a multiple of 16 (state zero point 0) shifted in place, fresh value last, times
+ * its time weights: 8 int32 partial sums. `tail_ok`: s[memory] (the next filter's first slot, not yet shifted) may
+ * be read, so each vector is one unaligned load one slot on; else the last vector is built from the slots it holds. */
+__attribute__((always_inline)) static inline __m256i window16(int16_t *s, const int16_t *w, int memory, int16_t fresh, int tail_ok) {
+    __m256i a = _mm256_setzero_si256();
+    const __m256i last = _mm256_setr_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1);
+    for (int k = 0; k < memory; k += 16) {
+        __m256i now;
+        if (k + 16 < memory) {
+            now = _mm256_loadu_si256((const __m256i *)(s + k + 1));
+        } else if (tail_ok) {
+            now = _mm256_blendv_epi8(_mm256_loadu_si256((const __m256i *)(s + k + 1)), _mm256_set1_epi16(fresh), last);
+        } else {
+            const __m256i old = _mm256_loadu_si256((const __m256i *)(s + k));
+            const __m256i hi_next = _mm256_permute2x128_si256(
+                old, _mm256_castsi128_si256(_mm_cvtsi32_si128((uint16_t)fresh)), 0x21);
+            now = _mm256_alignr_epi8(hi_next, old, 2);
+        }
+        _mm256_storeu_si256((__m256i *)(s + k), now);
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(now, _mm256_loadu_si256((const __m256i *)(w + k))));
+    }
+    return a;
+}
+
+/* memory a multiple of 16, state zero point 0: whole groups of 8 filters, their sums reduced together (int32 sums
+ * wrap, so any order of additions gives the same bits) */
+__attribute__((always_inline)) static inline int groups16(int16_t *s, const int16_t *w, const int memory,
+                                                          const int16_t *fresh, int n, const uint32_t *init,
+                                                          uint32_t *acc) {
+    int f = 0;
+    for (; f + 8 <= n; f += 8) {
+        __m256i a[8];
+        for (int i = 0; i < 8; i++)
+            a[i] = window16(s + (size_t)(f + i) * memory, w + (size_t)(f + i) * memory, memory, fresh[f + i],
+                            f + i + 1 < n);
+        const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(a[0], a[1]), _mm256_hadd_epi32(a[2], a[3]));
+        const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(a[4], a[5]), _mm256_hadd_epi32(a[6], a[7]));
+        /* h0: filters 0..3 of the low 128-bit halves, then of the high ones; h1: filters 4..7 */
+        const __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20),
+                                             _mm256_permute2x128_si256(h0, h1, 0x31));
+        _mm256_storeu_si256((__m256i *)(acc + f),
+                            _mm256_add_epi32(sum, _mm256_loadu_si256((const __m256i *)(init + f))));
+    }
+    return f;
+}
+
+static int time16x8(int16_t *s, const int16_t *w, int memory, const int16_t *fresh, int n, const uint32_t *init,
+                    uint32_t *acc) {
+    switch (memory) { /* the common sizes unrolled */
+    case 16: return groups16(s, w, 16, fresh, n, init, acc);
+    case 32: return groups16(s, w, 32, fresh, n, init, acc);
+    default: return groups16(s, w, memory, fresh, n, init, acc);
+    }
+}
+
 /* memory a multiple of 16, state zero point 0 */
 static void time16(int16_t *s, const int16_t *w, int memory, const int16_t *fresh, int n, const uint32_t *init,
                    uint32_t *acc) {
@@ -198,8 +253,11 @@ void mn_svdf_s8(const mn_word *args) {
                 done = mn_min(whole8 - f0, n);
                 time8(s + (size_t)f0 * memory, wt + (size_t)f0 * memory, p->fresh + f0, done, init, acc + f0);
             } else if (vec16) {
+                done = time16x8(s + (size_t)f0 * memory, wt + (size_t)f0 * memory, memory, p->fresh + f0, n, init,
+                                acc + f0);
+                time16(s + (size_t)(f0 + done) * memory, wt + (size_t)(f0 + done) * memory, memory,
+                       p->fresh + f0 + done, n - done, init + done, acc + f0 + done);
                 done = n;
-                time16(s + (size_t)f0 * memory, wt + (size_t)f0 * memory, memory, p->fresh + f0, n, init, acc + f0);
             }
             if (done < n)
                 time_chunk(s + (size_t)(f0 + done) * memory, wt + (size_t)(f0 + done) * memory, memory, 0,
