@@ -25,6 +25,10 @@ typedef struct {
     int16_t *x;      /* one input row less its zero point, widened (kp pairs) */
     int16_t *fresh;  /* the newest state value of each filter (padded to blocks) */
     uint32_t *acc;   /* per filter (padded) */
+    int fold;        /* the state's requantization as one 64-bit sum (mn_rq_init's MN_RQ_FOLDED, zero point 0) */
+    int no_right;    /* else no right shift (0 <= shift < 31): the doubling high multiply alone (MN_RQ_NO_RIGHT) */
+    int32_t fold_mult, fold_e1;
+    int64_t fold_c;  /* 2^30 + 2^(30+e) */
 } svdf_pack;
 
 /* The int8 rows (filters x input_size) of the paired layout, as the FULLY_CONNECTED port decodes it. */
@@ -65,6 +69,9 @@ static svdf_pack *svdf_prepare(const mn_word *args) {
         !mnh_rq_init(&p->q2, &m2, &s2, 1, 1))
         return NULL;
     if (!p->q1.vec || !p->q2.vec) return NULL;
+    p->fold = m1 > (1 << 30) && s1 <= -2 && s1 >= -22;
+    p->no_right = m1 >= 0 && s1 >= 0 && s1 < 31;
+    p->fold_mult = m1, p->fold_e1 = -s1 - 1, p->fold_c = ((int64_t)1 << 30) + ((int64_t)1 << (30 - s1));
     unpair(rows, args);
     mnh_pack_rows8(p->w, rows, filters, depth, (size_t)depth);
     free(rows);
@@ -110,7 +117,29 @@ static void features(svdf_pack *p, int32_t state_zp) {
         }
         for (int k = 0; k < m; k++) {
             /* clamped to int16, then the zero point added with wrap-around: the low halves */
-            __m256i y = _mm256_add_epi32(rq_tensor(acc[k], &p->q1, 0, -32768, 32767), zp16);
+            __m256i y;
+            if (p->fold) { /* v = x * m + 2^30 + 2^(30+e) - [x < 0] 2^31, floor(v / 2^(31+e)): mn_rq_clamp's */
+                const __m256i x = acc[k], m = _mm256_set1_epi32(p->fold_mult), c = _mm256_set1_epi64x(p->fold_c);
+                const __m256i sg = _mm256_srai_epi32(x, 31);
+                const __m256i se = _mm256_slli_epi64(_mm256_shuffle_epi32(sg, 0xA0), 31);
+                const __m256i so = _mm256_slli_epi64(_mm256_shuffle_epi32(sg, 0xF5), 31);
+                const __m256i ve = _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), c), se);
+                const __m256i vo = _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), c),
+                                                    so);
+                const __m256i hi32 = _mm256_blend_epi32(_mm256_srli_epi64(ve, 32), vo, 0xAA);
+                y = _mm256_sra_epi32(hi32, _mm_cvtsi32_si128(p->fold_e1));
+                y = _mm256_min_epi32(_mm256_max_epi32(y, _mm256_set1_epi32(-32768)), _mm256_set1_epi32(32767));
+            } else if (p->no_right) { /* floor(((x << shift) * m + 2^30) / 2^31), the shift wrapping */
+                const __m256i x = _mm256_sll_epi32(acc[k], _mm_cvtsi32_si128(p->q1.left[0]));
+                const __m256i m = _mm256_set1_epi32(p->q1.mult[0]), nudge = _mm256_set1_epi64x((int64_t)1 << 30);
+                const __m256i ev = _mm256_add_epi64(_mm256_mul_epi32(x, m), nudge);
+                const __m256i od = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), nudge);
+                y = _mm256_blend_epi32(_mm256_srli_epi64(ev, 31), _mm256_slli_epi64(od, 1), 0xAA);
+                y = _mm256_min_epi32(_mm256_max_epi32(y, _mm256_set1_epi32(-32768)), _mm256_set1_epi32(32767));
+            } else {
+                y = rq_tensor(acc[k], &p->q1, 0, -32768, 32767);
+            }
+            y = _mm256_add_epi32(y, zp16);
             y = _mm256_srai_epi32(_mm256_slli_epi32(y, 16), 16);
             _mm_storeu_si128((__m128i *)(p->fresh + 8 * (b0 + k)),
                              _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
