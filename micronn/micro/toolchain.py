@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -59,6 +60,28 @@ def _digest(*parts: bytes | str) -> str:
 
 def _headers(include_dirs: list[Path]) -> list[bytes]:
     return [p.name.encode() + p.read_bytes() for d in include_dirs for p in sorted(Path(d).glob("*.h"))]
+
+
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def _included(src: Path, include_dirs: list[Path]) -> list[bytes]:
+    """The local files ``src`` includes, directly or through each other (quoted includes found beside the including
+    file or in ``include_dirs``), as name + bytes: what its object depends on besides the compiler and flags. A
+    conditional include counts whether or not it is taken, which only makes the key stricter."""
+    seen: dict[Path, bytes] = {}
+    todo = [src]
+    while todo:
+        f = todo.pop()
+        for name in _INCLUDE.findall(f.read_bytes()):
+            for d in (f.parent, *include_dirs):
+                p = (Path(d) / name.decode()).resolve()
+                if p.is_file():
+                    if p not in seen:
+                        seen[p] = p.read_bytes()
+                        todo.append(p)
+                    break
+    return [p.name.encode() + b"\0" + data for p, data in sorted(seen.items())]
 
 
 class Toolchain:
@@ -139,13 +162,26 @@ class Toolchain:
         return self._cached(f"{name}-{key}", ".elf", build)
 
     def shared_object(self, sources: list[Path], include_dirs: list[Path] = (), flags: list[str] = ()) -> Path:
-        """Host only: one shared library from C sources (cached)."""
+        """Host only: one shared library from C sources. Each source becomes an object cached by its text and the
+        local files it includes, so a kernel compiles once for every model whose program has the same kernel file
+        and configuration (the generated per-model files are small); the library is cached by its objects."""
         srcs = [Path(s) for s in sources]
-        args = [*self.flags, "-O2", "-shared", "-fPIC", "-DMN_HOST", *[f"-I{d}" for d in include_dirs], *flags]
-        key = _digest(self.kind, *self.cc, *args, *(s.name.encode() + s.read_bytes() for s in srcs),
-                      *_headers(list(include_dirs)))
-        return self._cached(f"lib-{key}", ".so",
-                            lambda out: self._run([*args, *map(str, srcs), "-o", str(out)], "building a host library"))
+        dirs = [Path(d) for d in include_dirs]
+        args = [*self.flags, "-O2", "-fPIC", "-DMN_HOST", *[f"-I{d}" for d in dirs], *flags]
+        compile_args = [a for a in args if not a.startswith("-l")]  # libraries are the link's
+
+        def one(src: Path) -> Path:
+            # where the headers sit is not part of the key: which ones it includes, and their bytes, are
+            key = _digest(self.kind, *self.cc, *(a for a in compile_args if not a.startswith("-I")), src.name,
+                          src.read_bytes(), *_included(src, dirs))
+            return self._cached(f"host-{src.stem}-{key}", ".o", lambda out: self._run(
+                [*compile_args, "-c", str(src), "-o", str(out)], f"compiling {src.name} for the host"))
+
+        with ThreadPoolExecutor(2) as ex:
+            objects = list(ex.map(one, srcs))
+        key = _digest(self.kind, *self.cc, *args, *(o.name for o in objects))  # an object's name holds its key
+        return self._cached(f"lib-{key}", ".so", lambda out: self._run(
+            [*args, "-shared", *map(str, objects), "-o", str(out)], "building a host library"))
 
 
 def _zig_available() -> bool:

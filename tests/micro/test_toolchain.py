@@ -56,3 +56,30 @@ def test_riscv_builds_with_zig_only(tmp_path):
         find_toolchain(get_target("riscv32"), "gcc")
     with pytest.raises(ToolchainError, match="unknown toolchain 'clang'"):
         find_toolchain(get_target("riscv32-qemu"), "clang")
+
+
+def test_host_libraries_share_the_objects_of_identical_kernels(tmp_path, monkeypatch):
+    """Two programs in different folders with the same kernel file and headers compile it once; a change in a
+    header it includes (here, through another header) compiles it again; each library computes its own program."""
+    import ctypes
+
+    from micronn.export.native import host_toolchain
+
+    monkeypatch.setenv("MICRONN_CACHE", str(tmp_path / "cache"))
+    tc = host_toolchain()
+
+    def program(name: str, scale: int, factor: int):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "cfg.h").write_text(f"#define FACTOR {factor}\n")
+        (d / "k.h").write_text('#include "cfg.h"\n')
+        (d / "k.c").write_text('#include "k.h"\nint k(int x) { return x * FACTOR; }\n')
+        (d / "model.c").write_text(f"int k(int x);\nint run(int x) {{ return k(x) + {scale}; }}\n")
+        return ctypes.CDLL(str(tc.shared_object([d / "k.c", d / "model.c"], [d]))).run
+
+    def kernel_objects() -> int:
+        return len(list((tmp_path / "cache").glob("host-k-*.o")))
+
+    assert program("a", 1, 3)(5) == 16 and kernel_objects() == 1
+    assert program("b", 2, 3)(5) == 17 and kernel_objects() == 1  # the kernel's object again
+    assert program("c", 2, 4)(5) == 22 and kernel_objects() == 2  # cfg.h changed what k.c computes
