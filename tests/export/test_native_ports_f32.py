@@ -326,3 +326,64 @@ def test_max_pool_f32_streamed_over_the_input(c: int, k: int, s: int) -> None:
         getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
         results.append(arena[:oh * ow * c].copy())
     assert results[0].tobytes() == results[1].tobytes()
+
+
+# ---- DEPTHWISE_CONV_2D float32 over a zero-padded copy of the input (host/depthwise_conv_2d_f32.c's fdw_padded) ----
+
+
+def _depthwise_weights(kind: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    wt = rng.uniform(-1, 1, shape).astype(np.float32)
+    flat = wt.reshape(-1)
+    flat[::5] = 0.0
+    flat[1::7] = -0.0
+    if kind == "inf":  # not finite: 0 * inf would be a NaN, so the port runs unpadded
+        flat[3] = np.inf
+    elif kind == "nan":
+        flat[len(flat) // 2] = -np.nan
+    return wt
+
+
+@pytest.mark.parametrize("weights", ["finite", "inf", "nan"])
+@pytest.mark.parametrize("case", [
+    {"c": 8, "h": 13, "w": 13},  # float_cnn's: SAME, 3x3
+    {"c": 16, "h": 6, "w": 9, "stride": (2, 2), "act": 1},
+    {"c": 24, "h": 5, "w": 11, "fh": 5, "fw": 3, "act": 3},
+    {"c": 11, "h": 4, "w": 7, "n": 2},  # a channel tail
+    {"c": 8, "h": 2, "w": 3, "fh": 5, "fw": 5, "bias": False},  # windows wider than the image
+], ids=_id)
+def test_depthwise_f32_padded_copy(case: dict, weights: str) -> None:
+    """SAME padding with inputs and weights holding signed zeros, NaNs of both signs and infinities, and a sample
+    of -0 only (every border sum: products of -0 from +0): the padded copy gives the portable kernel's bytes and
+    the interpreter's; weights that are not all finite take the unpadded path."""
+    from micronn.kernels._conv_util import compute_out_size
+    from micronn.tflite import schema
+
+    n, h, w, c = case.get("n", 1), case["h"], case["w"], case["c"]
+    fh, fw, stride = case.get("fh", 3), case.get("fw", 3), case.get("stride", (1, 1))
+    rng = np.random.default_rng(c + h)
+    oh, ow = compute_out_size(0, h, fh, stride[0], 1), compute_out_size(0, w, fw, stride[1], 1)
+    wt = T((1, fh, fw, c), "float32", data=_depthwise_weights(weights, (1, fh, fw, c), rng))
+    b = T((c,), "float32", data=rng.uniform(-1, 1, c).astype(np.float32)) if case.get("bias", True) else None
+    opts = schema.options("DEPTHWISE_CONV_2D", padding=0, stride_h=stride[0], stride_w=stride[1],
+                          fused_activation_function=case.get("act", 0), depth_multiplier=1)
+    data = op_model("DEPTHWISE_CONV_2D", [T((n, h, w, c), "float32"), wt, b], [T((n, oh, ow, c), "float32")], opts)
+    specials = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.5, -2.0, 3e38, -3e38], np.float32)
+    x = rng.uniform(-2, 2, (5, n, h, w, c)).astype(np.float32)
+    x[0] = -0.0
+    x[1] = specials[rng.integers(0, len(specials), x[1].shape)]
+    x[2][rng.random(x[2].shape) < 0.2] = np.nan
+    x[3] = np.where(rng.random(x[3].shape) < 0.5, np.float32(-0.0), np.float32(0.0))
+    got, done, _ = NativeModel(data).run_chunk([x])
+    want, _, _ = NativeModel(data, host_ports=False).run_chunk([x])
+    assert done == 5
+    assert got[0].tobytes() == want[0].tobytes()
+    it = Interpreter(data)
+    for k in range(5):
+        it.set_input(x[k], 0)
+        it.invoke()
+        assert got[0][k].tobytes() == it.get_output(0).tobytes(), k
+
+
+def test_depthwise_f32_padded_copy_the_wheel_agrees() -> None:
+    assert_ported_same(depthwise_f32(c=8, h=13, w=13, pad=0), wheel=True)
+    assert_ported_same(depthwise_f32(c=16, h=7, w=10, pad=0, stride=(2, 2), act=1), wheel=True)

@@ -62,8 +62,7 @@ __attribute__((always_inline)) static inline void fdw_tile(const fdw_call *cc, c
     }
 }
 
-void mn_depthwise_conv_2d_f32(const mn_word *args) {
-    if (MN_I(MULT) != 1) { mn_depthwise_conv_2d_f32_portable(args); return; }
+static void fdw_run(const mn_word *args) {
     float *out = MN_P(float, OUT);
     const float *in = MN_P(const float, IN), *filter = MN_P(const float, FILTER), *bias = MN_P(const float, BIAS);
     const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), c_n = MN_I(IN_C);
@@ -141,6 +140,59 @@ void mn_depthwise_conv_2d_f32(const mn_word *args) {
             }
         }
     }
+}
+/* A zero-padded copy of the input, per call site, whose every window lies inside it: the border pixels then take
+ * the interior's whole tiles. Exact when every weight is finite: a pad tap adds 0 * w = +-0, and a running sum
+ * that starts at +0 is never -0 (+0 + -0 = +0), so adding +-0 leaves it as it was, a NaN's payload included. */
+typedef struct {
+    float *x;      /* [n][ph][pw][c], zero outside the copied input; NULL: run unpadded */
+    int ph, pw;
+} fdw_padded;
+
+static const fdw_padded *fdw_pad_prepare(const mn_word *args) {
+    mnh_slot *slot;
+    fdw_padded *p = (fdw_padded *)mnh_lookup(args, &slot);
+    if (p) return p;
+    p = (fdw_padded *)mnh_alloc(sizeof(fdw_padded));
+    if (!p) return NULL;
+    const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), c_n = MN_I(IN_C), fh = MN_I(F_H), fw = MN_I(F_W);
+    const int pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L);
+    const int need_h = (MN_I(OUT_H) - 1) * MN_I(S_H) + (fh - 1) * MN_I(D_H) + 1;
+    const int need_w = (MN_I(OUT_W) - 1) * MN_I(S_W) + (fw - 1) * MN_I(D_W) + 1;
+    const int ph = need_h > pad_t + in_h ? need_h : pad_t + in_h, pw = need_w > pad_l + in_w ? need_w : pad_l + in_w;
+    const float *filter = MN_P(const float, FILTER);
+    int finite = pad_t >= 0 && pad_l >= 0 && (pad_t > 0 || pad_l > 0 || need_h > in_h || need_w > in_w);
+    for (long i = 0; finite && i < (long)fh * fw * c_n; i++) { /* the exponent not all ones */
+        uint32_t bits;
+        memcpy(&bits, filter + i, sizeof bits);
+        finite = (bits & 0x7f800000u) != 0x7f800000u;
+    }
+    const size_t floats = (size_t)n * ph * pw * c_n;
+    if (finite && floats <= ((size_t)1 << 20)) {
+        p->x = (float *)mnh_alloc(floats * sizeof(float));
+        p->ph = ph, p->pw = pw;
+    }
+    mnh_keep(slot, args, p);
+    return p;
+}
+
+void mn_depthwise_conv_2d_f32(const mn_word *args) {
+    if (MN_I(MULT) != 1) { mn_depthwise_conv_2d_f32_portable(args); return; }
+    const fdw_padded *p = fdw_pad_prepare(args);
+    if (!p || !p->x) { fdw_run(args); return; }
+    const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), c_n = MN_I(IN_C);
+    const int pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L);
+    const float *in = MN_P(const float, IN);
+    for (int b = 0; b < n; b++)
+        for (int y = 0; y < in_h; y++)
+            memcpy(p->x + (((size_t)b * p->ph + pad_t + y) * p->pw + pad_l) * c_n,
+                   in + ((size_t)b * in_h + y) * in_w * c_n, sizeof(float) * in_w * c_n);
+    mn_word padded[STAGE + 1];
+    memcpy(padded, args, sizeof(padded));
+    padded[IN] = (mn_word)p->x;
+    padded[IN_H] = (mn_word)p->ph, padded[IN_W] = (mn_word)p->pw;
+    padded[PAD_T] = 0, padded[PAD_L] = 0, padded[STAGE] = 0; /* the output no longer overlaps what is read */
+    fdw_run(padded);
 }
 #else
 void mn_depthwise_conv_2d_f32(const mn_word *args) { mn_depthwise_conv_2d_f32_portable(args); }
