@@ -44,9 +44,7 @@ __attribute__((always_inline)) static inline void fdw_tile(const fdw_call *cc, c
         }                                                                                                          \
     } while (0)
     SUMS(_mm256_add_ps, _mm256_mul_ps);
-    __m256 nan = _mm256_setzero_ps();
-    for (int i = 0; i < P * B; i++) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i], _CMP_UNORD_Q));
-    const int exact = _mm256_movemask_ps(nan) != 0;
+    const int exact = mnh_any_nan(acc, P * B);
     if (exact) SUMS(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
 #undef SUMS
     const __m256 lo = _mm256_set1_ps(cc->lo), hi = _mm256_set1_ps(cc->hi);

@@ -48,17 +48,6 @@ static fc16_pack *fc16_prepare(const mn_word *args) {
     return p;
 }
 
-__attribute__((always_inline)) static inline void dots(__m256i *acc, const int16_t *x, const int16_t *w, int kp,
-                                                       const int m) {
-    for (int k = 0; k < m; k++) acc[k] = _mm256_setzero_si256();
-    const int32_t *xp = (const int32_t *)x;
-    for (int j = 0; j < kp; j++) {
-        const __m256i xv = _mm256_set1_epi32(xp[j]);
-        for (int k = 0; k < m; k++)
-            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(xv, _mm256_loadu_si256(
-                                                  (const __m256i *)(w + ((size_t)k * kp + j) * 16))));
-    }
-}
 
 void mn_fully_connected_s16(const mn_word *args) {
     fc16_pack *p = MN_I(WIDE) ? NULL : fc16_prepare(args);
@@ -80,10 +69,10 @@ void mn_fully_connected_s16(const mn_word *args) {
             __m256i acc[4];
             const int16_t *w = p->w + (size_t)b0 * kp * 16;
             switch (m) {
-            case 1: dots(acc, p->x, w, kp, 1); break;
-            case 2: dots(acc, p->x, w, kp, 2); break;
-            case 3: dots(acc, p->x, w, kp, 3); break;
-            default: dots(acc, p->x, w, kp, 4); break;
+            case 1: mnh_dots16(acc, p->x, w, kp, 1); break;
+            case 2: mnh_dots16(acc, p->x, w, kp, 2); break;
+            case 3: mnh_dots16(acc, p->x, w, kp, 3); break;
+            default: mnh_dots16(acc, p->x, w, kp, 4); break;
             }
             for (int k = 0; k < m; k++)
                 mnh_store16(p->o + 8 * (b0 + k), mnh_q15_8(&p->q15, 8 * (b0 + k), acc[k], vzp, vlo, vhi), 8);

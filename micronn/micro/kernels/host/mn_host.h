@@ -58,12 +58,33 @@ static inline __m256 mnh_add_ps(__m256 a, __m256 b) {
     return r;
 }
 
+/* whether any lane of the n sums is a NaN (the ports then sum again with mnh_add_ps/mnh_mul_ps) */
+static inline int mnh_any_nan(const __m256 *acc, int n) {
+    __m256 nan = _mm256_setzero_ps();
+    for (int i = 0; i < n; i++) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i], _CMP_UNORD_Q));
+    return _mm256_movemask_ps(nan) != 0;
+}
+
 /* ---- int8 weights as int16 pairs, eight output channels per vector ----------------------------------------
  * Rows (output channels) `rows` of `k` int8 weights, `stride` bytes apart, as blocks of 8 rows: per block and per
  * pair of inputs j, 16 int16 = (w[r][2j], w[r][2j+1]) for the block's 8 rows r; rows and inputs past the end are
  * 0. One broadcast int32 holding inputs (x[2j], x[2j+1]) as int16 then gives 8 rows' partial sums in one madd. */
 static inline int mnh_pairs(int k) { return (k + 1) / 2; }
 static inline int mnh_blocks8(int rows) { return (rows + 7) / 8; }
+
+/* m blocks' sums over kp input pairs x (int16, read as int32 pairs) of weights packed as above, blocks kp * 16
+ * int16 apart: acc[k] holds block k's 8 rows */
+__attribute__((always_inline)) static inline void mnh_dots16(__m256i *acc, const int16_t *x, const int16_t *w, int kp,
+                                                             const int m) {
+    for (int k = 0; k < m; k++) acc[k] = _mm256_setzero_si256();
+    const int32_t *xp = (const int32_t *)x;
+    for (int j = 0; j < kp; j++) {
+        const __m256i xv = _mm256_set1_epi32(xp[j]);
+        for (int k = 0; k < m; k++)
+            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(xv, _mm256_loadu_si256(
+                                                  (const __m256i *)(w + ((size_t)k * kp + j) * 16))));
+    }
+}
 
 __attribute__((unused)) static void mnh_pack_rows8(int16_t *dst, const int8_t *w, int rows, int k, size_t stride) {
     const int kp = mnh_pairs(k);

@@ -91,18 +91,6 @@ static inline __m256i rq_tensor(__m256i acc, const mnh_rq *q, int32_t zp, int32_
 }
 
 /* the feature projections of filters (all blocks), requantized into p->fresh */
-__attribute__((always_inline)) static inline void dots(__m256i *acc, const int16_t *x, const int16_t *w, int kp,
-                                                       const int m) {
-    for (int k = 0; k < m; k++) acc[k] = _mm256_setzero_si256();
-    const int32_t *xp = (const int32_t *)x;
-    for (int j = 0; j < kp; j++) {
-        const __m256i xv = _mm256_set1_epi32(xp[j]);
-        for (int k = 0; k < m; k++)
-            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(xv, _mm256_loadu_si256(
-                                                  (const __m256i *)(w + ((size_t)k * kp + j) * 16))));
-    }
-}
-
 static void features(svdf_pack *p, int32_t state_zp) {
     const __m256i zp16 = _mm256_set1_epi32(state_zp);
     for (int b0 = 0; b0 < p->blocks; b0 += 4) {
@@ -110,10 +98,10 @@ static void features(svdf_pack *p, int32_t state_zp) {
         __m256i acc[4];
         const int16_t *w = p->w + (size_t)b0 * p->kp * 16;
         switch (m) {
-        case 1: dots(acc, p->x, w, p->kp, 1); break;
-        case 2: dots(acc, p->x, w, p->kp, 2); break;
-        case 3: dots(acc, p->x, w, p->kp, 3); break;
-        default: dots(acc, p->x, w, p->kp, 4); break;
+        case 1: mnh_dots16(acc, p->x, w, p->kp, 1); break;
+        case 2: mnh_dots16(acc, p->x, w, p->kp, 2); break;
+        case 3: mnh_dots16(acc, p->x, w, p->kp, 3); break;
+        default: mnh_dots16(acc, p->x, w, p->kp, 4); break;
         }
         for (int k = 0; k < m; k++) {
             /* clamped to int16, then the zero point added with wrap-around: the low halves */

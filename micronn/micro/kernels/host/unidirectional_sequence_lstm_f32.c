@@ -85,9 +85,7 @@ static void dots_any(__m256 *acc, const float *const *x, const float *w, int n, 
         }
 #undef ONE
 #undef TWO
-        __m256 nan = _mm256_setzero_ps();
-        for (int i = 0; i < rows * m; i++) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i], _CMP_UNORD_Q));
-        if (!_mm256_movemask_ps(nan)) return;
+        if (!mnh_any_nan(acc, rows * m)) return;
     }
 }
 
