@@ -19,11 +19,14 @@
 
 #if defined(MNH_AVX2)
 typedef struct {
+    mnh_rq8 o8;      /* the output's requantization (rank 1) as vectors */
+    mnh_rq8 s8;      /* the state's (zero point 0, clamped to int16), for the general path */
+    __m256i fold_m, fold_c8; /* the folded path's multiplier and 2^30 + 2^(30+e), broadcast */
     int kp, blocks;
     int16_t *w;      /* mnh_pack_rows8 of the feature rows */
     mnh_rq q1, q2;   /* the state's requantization (zero point 0: added after), the output's (rank 1) */
-    int16_t *x;      /* one input row less its zero point, widened (kp pairs) */
-    int16_t *fresh;  /* the newest state value of each filter (padded to blocks) */
+    int16_t *x;      /* every batch row's input less its zero point, widened (kp pairs a row) */
+    int16_t *fresh;  /* every batch row's newest state value of each filter (blocks * 8 a row) */
     uint32_t *acc;   /* per filter (padded) */
     int fold;        /* the state's requantization as one 64-bit sum (mn_rq_init's MN_RQ_FOLDED, zero point 0) */
     int no_right;    /* else no right shift (0 <= shift < 31): the doubling high multiply alone (MN_RQ_NO_RIGHT) */
@@ -51,18 +54,29 @@ static void unpair(int8_t *rows, const mn_word *args) {
         rows[(size_t)fix[0] * depth + fix[1]] -= 1; /* a -128 stored as -127 */
 }
 
+/* the requantization of a per-tensor multiplier and shift as vectors */
+static mnh_rq8 rq8_tensor(const mnh_rq *q, int32_t zp, int32_t lo, int32_t hi) {
+    mnh_rq8 r;
+    r.mult = _mm256_set1_epi32(q->mult[0]), r.left = _mm256_set1_epi32(q->left[0]);
+    r.right = _mm256_set1_epi32(q->right[0]);
+    r.zp = _mm256_set1_epi32(zp), r.lo_zp = _mm256_set1_epi32(lo - zp), r.hi_zp = _mm256_set1_epi32(hi - zp);
+    return r;
+}
+
 static svdf_pack *svdf_prepare(const mn_word *args) {
     mnh_slot *slot;
     svdf_pack *p = (svdf_pack *)mnh_lookup(args, &slot);
     if (p) return p;
     const int depth = MN_I(INPUT_SIZE), filters = MN_I(FILTERS), kp = mnh_pairs(depth), blocks = mnh_blocks8(filters);
-    p = (svdf_pack *)mnh_alloc(sizeof(svdf_pack));
+    const int batches = MN_I(BATCHES);
+    p = (svdf_pack *)aligned_alloc(32, (sizeof(svdf_pack) + 31) / 32 * 32);
     int8_t *rows = (int8_t *)mnh_alloc((size_t)filters * depth);
     if (!p || !rows) return NULL;
+    memset(p, 0, sizeof(svdf_pack));
     p->kp = kp, p->blocks = blocks;
     p->w = (int16_t *)mnh_alloc((size_t)blocks * kp * 16 * sizeof(int16_t));
-    p->x = (int16_t *)mnh_alloc(((size_t)2 * kp + 16) * sizeof(int16_t));
-    p->fresh = (int16_t *)mnh_alloc(((size_t)blocks * 8 + 16) * sizeof(int16_t));
+    p->x = (int16_t *)mnh_alloc(((size_t)2 * kp * batches + 16) * sizeof(int16_t));
+    p->fresh = (int16_t *)mnh_alloc(((size_t)blocks * 8 * batches + 16) * sizeof(int16_t));
     p->acc = (uint32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(uint32_t));
     const int32_t m1 = MN_I(MULT_1), s1 = MN_I(SHIFT_1), m2 = MN_I(MULT_2), s2 = MN_I(SHIFT_2);
     if (!p->w || !p->x || !p->fresh || !p->acc || !mnh_rq_init(&p->q1, &m1, &s1, 1, 1) ||
@@ -72,6 +86,9 @@ static svdf_pack *svdf_prepare(const mn_word *args) {
     p->fold = m1 > (1 << 30) && s1 <= -2 && s1 >= -22;
     p->no_right = m1 >= 0 && s1 >= 0 && s1 < 31;
     p->fold_mult = m1, p->fold_e1 = -s1 - 1, p->fold_c = ((int64_t)1 << 30) + ((int64_t)1 << (30 - s1));
+    p->fold_m = _mm256_set1_epi32(m1), p->fold_c8 = _mm256_set1_epi64x(p->fold_c);
+    p->o8 = rq8_tensor(&p->q2, MN_I(OUT_ZP), -128, 127);
+    p->s8 = rq8_tensor(&p->q1, 0, -32768, 32767);
     unpair(rows, args);
     mnh_pack_rows8(p->w, rows, filters, depth, (size_t)depth);
     free(rows);
@@ -79,59 +96,109 @@ static svdf_pack *svdf_prepare(const mn_word *args) {
     return p;
 }
 
-/* 8 lanes of one per-tensor requantization */
-static inline __m256i rq_tensor(__m256i acc, const mnh_rq *q, int32_t zp, int32_t lo, int32_t hi) {
-    const int32_t m[8] = {q->mult[0], q->mult[0], q->mult[0], q->mult[0], q->mult[0], q->mult[0], q->mult[0],
-                          q->mult[0]};
-    const int32_t l[8] = {q->left[0], q->left[0], q->left[0], q->left[0], q->left[0], q->left[0], q->left[0],
-                          q->left[0]};
-    const int32_t r[8] = {q->right[0], q->right[0], q->right[0], q->right[0], q->right[0], q->right[0], q->right[0],
-                          q->right[0]};
-    return mnh_requant8(acc, m, l, r, _mm256_set1_epi32(zp), _mm256_set1_epi32(lo - zp), _mm256_set1_epi32(hi - zp));
+/* 8 filters' feature sums requantized to the state: clamped to int16, then the state zero point added with
+ * wrap-around (the low halves) */
+__attribute__((always_inline)) static inline __m128i state8(const svdf_pack *p, __m256i acc, __m256i zp16) {
+    __m256i y;
+    if (p->fold) { /* v = x * m + 2^30 + 2^(30+e) - [x < 0] 2^31, floor(v / 2^(31+e)): mn_rq_clamp's */
+        const __m256i x = acc, m = p->fold_m, c = p->fold_c8;
+        const __m256i sg = _mm256_srai_epi32(x, 31);
+        const __m256i se = _mm256_slli_epi64(_mm256_shuffle_epi32(sg, 0xA0), 31);
+        const __m256i so = _mm256_slli_epi64(_mm256_shuffle_epi32(sg, 0xF5), 31);
+        const __m256i ve = _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), c), se);
+        const __m256i vo = _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), c), so);
+        const __m256i hi32 = _mm256_blend_epi32(_mm256_srli_epi64(ve, 32), vo, 0xAA);
+        y = _mm256_sra_epi32(hi32, _mm_cvtsi32_si128(p->fold_e1));
+        y = _mm256_min_epi32(_mm256_max_epi32(y, _mm256_set1_epi32(-32768)), _mm256_set1_epi32(32767));
+    } else if (p->no_right) { /* floor(((x << shift) * m + 2^30) / 2^31), the shift wrapping */
+        const __m256i x = _mm256_sll_epi32(acc, _mm_cvtsi32_si128(p->q1.left[0]));
+        const __m256i m = p->fold_m, nudge = _mm256_set1_epi64x((int64_t)1 << 30);
+        const __m256i ev = _mm256_add_epi64(_mm256_mul_epi32(x, m), nudge);
+        const __m256i od = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), nudge);
+        y = _mm256_blend_epi32(_mm256_srli_epi64(ev, 31), _mm256_slli_epi64(od, 1), 0xAA);
+        y = _mm256_min_epi32(_mm256_max_epi32(y, _mm256_set1_epi32(-32768)), _mm256_set1_epi32(32767));
+    } else {
+        y = mnh_requant8r(acc, &p->s8);
+    }
+    y = _mm256_add_epi32(y, zp16);
+    y = _mm256_srai_epi32(_mm256_slli_epi32(y, 16), 16);
+    return _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
 }
 
-/* the feature projections of filters (all blocks), requantized into p->fresh */
-static void features(svdf_pack *p, int32_t state_zp) {
+/* R batch rows (x: their widened inputs, 2 kp int16 apart) times M blocks of 8 filters from block b0: each weight
+ * vector loaded once for the R rows, each input pair broadcast once for the M blocks; the sums requantized into
+ * fresh (the rows `fstride` int16 apart) */
+__attribute__((always_inline)) static inline void features_tile(const svdf_pack *p, const int16_t *x, int16_t *fresh,
+                                                                int fstride, int b0, const int R, const int M,
+                                                                __m256i zp16) {
+    const int kp = p->kp;
+    const int16_t *w = p->w + (size_t)b0 * kp * 16;
+    __m256i acc[4][4];
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < M; k++) acc[r][k] = _mm256_setzero_si256();
+    for (int j = 0; j < kp; j++) {
+        __m256i wv[4];
+        for (int k = 0; k < M; k++) wv[k] = _mm256_loadu_si256((const __m256i *)(w + ((size_t)k * kp + j) * 16));
+        for (int r = 0; r < R; r++) {
+            const __m256i xv = _mm256_set1_epi32(((const int32_t *)(x + (size_t)r * 2 * kp))[j]);
+            for (int k = 0; k < M; k++) acc[r][k] = _mm256_add_epi32(acc[r][k], _mm256_madd_epi16(xv, wv[k]));
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < M; k++)
+            _mm_storeu_si128((__m128i *)(fresh + (size_t)r * fstride + 8 * (b0 + k)), state8(p, acc[r][k], zp16));
+}
+
+/* the feature projections of all filters of `rows` batch rows from x into fresh (blocks * 8 int16 a row): two rows
+ * at a time with four blocks, or one */
+static void features(const svdf_pack *p, const int16_t *x, int16_t *fresh, int rows, int32_t state_zp) {
     const __m256i zp16 = _mm256_set1_epi32(state_zp);
-    for (int b0 = 0; b0 < p->blocks; b0 += 4) {
-        const int m = p->blocks - b0 < 4 ? p->blocks - b0 : 4;
-        __m256i acc[4];
-        const int16_t *w = p->w + (size_t)b0 * p->kp * 16;
-        switch (m) {
-        case 1: mnh_dots16(acc, p->x, w, p->kp, 1); break;
-        case 2: mnh_dots16(acc, p->x, w, p->kp, 2); break;
-        case 3: mnh_dots16(acc, p->x, w, p->kp, 3); break;
-        default: mnh_dots16(acc, p->x, w, p->kp, 4); break;
+    const int fstride = p->blocks * 8;
+    int r = 0;
+    for (; r + 2 <= rows; r += 2) {
+        const int16_t *xr = x + (size_t)r * 2 * p->kp;
+        int16_t *fr = fresh + (size_t)r * fstride;
+        int b0 = 0;
+        for (; b0 + 4 <= p->blocks; b0 += 4) features_tile(p, xr, fr, fstride, b0, 2, 4, zp16);
+        switch (p->blocks - b0) {
+        case 1: features_tile(p, xr, fr, fstride, b0, 2, 1, zp16); break;
+        case 2: features_tile(p, xr, fr, fstride, b0, 2, 2, zp16); break;
+        case 3: features_tile(p, xr, fr, fstride, b0, 2, 3, zp16); break;
+        default: break;
         }
-        for (int k = 0; k < m; k++) {
-            /* clamped to int16, then the zero point added with wrap-around: the low halves */
-            __m256i y;
-            if (p->fold) { /* v = x * m + 2^30 + 2^(30+e) - [x < 0] 2^31, floor(v / 2^(31+e)): mn_rq_clamp's */
-                const __m256i x = acc[k], m = _mm256_set1_epi32(p->fold_mult), c = _mm256_set1_epi64x(p->fold_c);
-                const __m256i sg = _mm256_srai_epi32(x, 31);
-                const __m256i se = _mm256_slli_epi64(_mm256_shuffle_epi32(sg, 0xA0), 31);
-                const __m256i so = _mm256_slli_epi64(_mm256_shuffle_epi32(sg, 0xF5), 31);
-                const __m256i ve = _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, m), c), se);
-                const __m256i vo = _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), c),
-                                                    so);
-                const __m256i hi32 = _mm256_blend_epi32(_mm256_srli_epi64(ve, 32), vo, 0xAA);
-                y = _mm256_sra_epi32(hi32, _mm_cvtsi32_si128(p->fold_e1));
-                y = _mm256_min_epi32(_mm256_max_epi32(y, _mm256_set1_epi32(-32768)), _mm256_set1_epi32(32767));
-            } else if (p->no_right) { /* floor(((x << shift) * m + 2^30) / 2^31), the shift wrapping */
-                const __m256i x = _mm256_sll_epi32(acc[k], _mm_cvtsi32_si128(p->q1.left[0]));
-                const __m256i m = _mm256_set1_epi32(p->q1.mult[0]), nudge = _mm256_set1_epi64x((int64_t)1 << 30);
-                const __m256i ev = _mm256_add_epi64(_mm256_mul_epi32(x, m), nudge);
-                const __m256i od = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), nudge);
-                y = _mm256_blend_epi32(_mm256_srli_epi64(ev, 31), _mm256_slli_epi64(od, 1), 0xAA);
-                y = _mm256_min_epi32(_mm256_max_epi32(y, _mm256_set1_epi32(-32768)), _mm256_set1_epi32(32767));
-            } else {
-                y = rq_tensor(acc[k], &p->q1, 0, -32768, 32767);
-            }
-            y = _mm256_add_epi32(y, zp16);
-            y = _mm256_srai_epi32(_mm256_slli_epi32(y, 16), 16);
-            _mm_storeu_si128((__m128i *)(p->fresh + 8 * (b0 + k)),
-                             _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+    }
+    for (; r < rows; r++) {
+        const int16_t *xr = x + (size_t)r * 2 * p->kp;
+        int16_t *fr = fresh + (size_t)r * fstride;
+        int b0 = 0;
+        for (; b0 + 4 <= p->blocks; b0 += 4) features_tile(p, xr, fr, fstride, b0, 1, 4, zp16);
+        switch (p->blocks - b0) {
+        case 1: features_tile(p, xr, fr, fstride, b0, 1, 1, zp16); break;
+        case 2: features_tile(p, xr, fr, fstride, b0, 1, 2, zp16); break;
+        case 3: features_tile(p, xr, fr, fstride, b0, 1, 3, zp16); break;
+        default: break;
         }
+    }
+}
+
+/* every batch row's input less the zero point, widened to int16 (each row kp pairs, an odd size's last one 0) */
+static void widen_rows(int16_t *dst, const int8_t *in, int rows, int size, int32_t zp) {
+    const int kp = mnh_pairs(size);
+    const __m256i z = _mm256_set1_epi16((int16_t)zp);
+    if (!(size & 1)) { /* the rows back to back on both sides: one run */
+        const size_t n = (size_t)rows * size;
+        size_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            _mm256_storeu_si256((__m256i *)(dst + i),
+                                _mm256_sub_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(in + i))), z));
+        for (; i < n; i++) dst[i] = (int16_t)(in[i] - zp);
+        return;
+    }
+    for (int r = 0; r < rows; r++) {
+        const int8_t *x = in + (size_t)r * size;
+        int16_t *d = dst + (size_t)r * 2 * kp;
+        for (int i = 0; i < size; i++) d[i] = (int16_t)(x[i] - zp);
+        d[size] = 0;
     }
 }
 
@@ -254,13 +321,12 @@ void mn_svdf_s8(const mn_word *args) {
     const int whole8 = memory == 8 && state_zp == 0 ? filters / 8 * 8 : 0;
     const int vec16 = memory % 16 == 0 && state_zp == 0;
 
+    widen_rows(p->x, in, batches, input_size, in_zp);
+    features(p, p->x, p->fresh, batches, state_zp);
     for (int b = 0; b < batches; b++) {
-        const int8_t *x = in + (size_t)b * input_size;
         int16_t *s = state + (size_t)b * filters * memory;
         int8_t *o = out + (size_t)b * units;
-        for (int i = 0; i < input_size; i++) p->x[i] = (int16_t)(x[i] - in_zp);
-        if (input_size & 1) p->x[input_size] = 0;
-        features(p, state_zp);
+        const int16_t *fresh = p->fresh + (size_t)b * p->blocks * 8;
         /* the time steps, from the bias (rank 1) or 0 */
         for (int f0 = 0; f0 < filters; f0 += 64) {
             const int n = mn_min(filters - f0, 64);
@@ -268,22 +334,22 @@ void mn_svdf_s8(const mn_word *args) {
             int done = 0;
             if (whole8 > f0) {
                 done = mn_min(whole8 - f0, n);
-                time8(s + (size_t)f0 * memory, wt + (size_t)f0 * memory, p->fresh + f0, done, init, acc + f0);
+                time8(s + (size_t)f0 * memory, wt + (size_t)f0 * memory, fresh + f0, done, init, acc + f0);
             } else if (vec16) {
-                done = time16x8(s + (size_t)f0 * memory, wt + (size_t)f0 * memory, memory, p->fresh + f0, n, init,
+                done = time16x8(s + (size_t)f0 * memory, wt + (size_t)f0 * memory, memory, fresh + f0, n, init,
                                 acc + f0);
                 time16(s + (size_t)(f0 + done) * memory, wt + (size_t)(f0 + done) * memory, memory,
-                       p->fresh + f0 + done, n - done, init + done, acc + f0 + done);
+                       fresh + f0 + done, n - done, init + done, acc + f0 + done);
                 done = n;
             }
             if (done < n)
                 time_chunk(s + (size_t)(f0 + done) * memory, wt + (size_t)(f0 + done) * memory, memory, 0,
-                           p->fresh + f0 + done, n - done, state_zp, init + done, acc + f0 + done);
+                           fresh + f0 + done, n - done, state_zp, init + done, acc + f0 + done);
         }
         if (rank == 1) {
             int u = 0;
             for (; u + 8 <= units; u += 8) {
-                const __m256i y = rq_tensor(_mm256_loadu_si256((const __m256i *)(acc + u)), &p->q2, out_zp, -128, 127);
+                const __m256i y = mnh_requant8r(_mm256_loadu_si256((const __m256i *)(acc + u)), &p->o8);
                 _mm_storel_epi64((__m128i *)(o + u), mnh_bytes8(y));
             }
             for (; u < units; u++) o[u] = (int8_t)mn_rq_clamp(&q2, (int32_t)acc[u], -128, 127);
