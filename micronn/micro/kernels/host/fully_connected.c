@@ -22,6 +22,7 @@ typedef struct {
     mnh_rq8 *rq8;   /* per block of 8 units: its requantization parameters as vectors (out_zp and bounds are
                      * constants of the call site too), loaded from here instead of set up per call */
     int16_t *x;     /* one widened input row */
+    int16_t *xs;    /* every batch row widened (kp pairs a row), where there are several */
 } fc_pack;
 
 /* The int8 rows (units x depth) of the paired layout: mn_pair_block's portable reading, then the corrections. */
@@ -69,7 +70,9 @@ static const fc_pack *fc_prepare(const mn_word *args) {
     p->bias = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
     p->x = (int16_t *)mnh_alloc((size_t)2 * kp * sizeof(int16_t));
     p->rq8 = (mnh_rq8 *)aligned_alloc(32, (size_t)blocks * sizeof(mnh_rq8));
-    if (!p->w || !p->bias || !p->x || !p->rq8 ||
+    const int batches = MN_I(BATCHES);
+    p->xs = batches > 1 ? (int16_t *)mnh_alloc(((size_t)2 * kp * batches + 16) * sizeof(int16_t)) : NULL;
+    if (!p->w || !p->bias || !p->x || !p->rq8 || (batches > 1 && !p->xs) ||
         !mnh_rq_init(&p->rq, MN_P(const int32_t, MULT), MN_P(const int32_t, SHIFT), units, 8))
         return NULL;
     p->vec = p->rq.vec;
@@ -144,6 +147,80 @@ __attribute__((noinline)) static void fc_row_wide(int8_t *o, const int32_t *x, c
     for (; bl < blocks; bl++) fc_block(o, x, p, bl, units, args);
 }
 
+/* R batch rows (widened, 2 kp int16 apart) times B blocks of 8 units from block bl: each weight vector widened
+ * once for the R rows, each input pair broadcast once for the B blocks; requantized into o (rows `units` apart) */
+__attribute__((always_inline)) static inline void fc_tile(int8_t *o, const int16_t *x, const fc_pack *p, int bl,
+                                                          const int R, const int B, int units, const mn_word *args) {
+    const int kp = p->kp;
+    const size_t bstep = (size_t)kp * 16;
+    const int8_t *w = p->w + bl * bstep;
+    __m256i acc[8][4];
+    for (int k = 0; k < B; k++) {
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(p->bias + (bl + k) * 8));
+        for (int r = 0; r < R; r++) acc[r][k] = b;
+    }
+    for (int j = 0; j < kp; j++) {
+        __m256i wv[4];
+        for (int k = 0; k < B; k++) wv[k] = fc_w16(w + k * bstep + 16 * j);
+        for (int r = 0; r < R; r++) {
+            const __m256i v = _mm256_set1_epi32(((const int32_t *)(x + (size_t)r * 2 * kp))[j]);
+            for (int k = 0; k < B; k++) acc[r][k] = _mm256_add_epi32(acc[r][k], _mm256_madd_epi16(v, wv[k]));
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < B; k++) {
+            const int c = (bl + k) * 8;
+            fc_store(o + (size_t)r * units + c, units - c, acc[r][k], p, bl + k, args);
+        }
+}
+
+/* R rows (1, 2, 4 or 8) of B (1..4) blocks */
+#define FC_TILE_R(R)                                                                                                   \
+    switch (B) {                                                                                                       \
+    case 1: fc_tile(o, x, p, bl, R, 1, units, args); break;                                                            \
+    case 2: fc_tile(o, x, p, bl, R, 2, units, args); break;                                                            \
+    case 3: fc_tile(o, x, p, bl, R, 3, units, args); break;                                                            \
+    default: fc_tile(o, x, p, bl, R, 4, units, args); break;                                                           \
+    }
+
+static void fc_tiles(int8_t *o, const int16_t *x, const fc_pack *p, int bl, int R, int B, int units,
+                     const mn_word *args) {
+    switch (R) {
+    case 1: FC_TILE_R(1) break;
+    case 2: FC_TILE_R(2) break;
+    case 4: FC_TILE_R(4) break;
+    default: FC_TILE_R(8) break;
+    }
+}
+
+/* several batch rows: all widened first, then tiles of rows x blocks (8 accumulators: 8 x 1, 4 x 2, 2 x 3 or 4) */
+static void fc_rows(int8_t *out, const int8_t *in, const fc_pack *p, int rows, int depth, int units,
+                    const mn_word *args) {
+    const int kp = p->kp;
+    if (!(depth & 1)) { /* the rows back to back on both sides: one run */
+        mnh_widen(p->xs, in, rows * depth);
+    } else { /* odd rows as whole int16 pairs (no narrower stores under the pairs' loads), the last one padded */
+        for (int r = 0; r < rows; r++) {
+            const int8_t *row = in + (size_t)r * depth;
+            int32_t *x = (int32_t *)(p->xs + (size_t)r * 2 * kp);
+            for (int j = 0; j < depth / 2; j++)
+                x[j] = (int32_t)(uint16_t)(int16_t)row[2 * j] | (int32_t)((uint32_t)(int32_t)row[2 * j + 1] << 16);
+            x[depth / 2] = (int32_t)(uint16_t)(int16_t)row[depth - 1];
+        }
+    }
+    for (int bl = 0; bl < p->blocks; bl += 4) {
+        const int B = mn_min(p->blocks - bl, 4), R = B == 1 ? 8 : B == 2 ? 4 : 2;
+        int r = 0;
+        for (; r + R <= rows; r += R)
+            fc_tiles(out + (size_t)r * units, p->xs + (size_t)r * 2 * kp, p, bl, R, B, units, args);
+        for (int q = R / 2; q >= 1; q /= 2)
+            if (rows - r >= q) {
+                fc_tiles(out + (size_t)r * units, p->xs + (size_t)r * 2 * kp, p, bl, q, B, units, args);
+                r += q;
+            }
+    }
+}
+
 void mn_fully_connected_s8(const mn_word *args) {
     const fc_pack *p = fc_prepare(args);
     if (!p) { mn_fully_connected_s8_portable(args); return; }
@@ -151,6 +228,10 @@ void mn_fully_connected_s8(const mn_word *args) {
     const int8_t *in = MN_P(const int8_t, IN);
     const int batches = MN_I(BATCHES), depth = MN_I(DEPTH), units = MN_I(UNITS);
     int32_t *x = (int32_t *)p->x;
+    if (batches > 1) {
+        fc_rows(out, in, p, batches, depth, units, args);
+        return;
+    }
 
     for (int b = 0; b < batches; b++) {
         const int8_t *row = in + (size_t)b * depth;
