@@ -40,6 +40,70 @@ static inline __m256 ffc_clamp(__m256 x, __m256 lo, __m256 hi) {
     return _mm256_blendv_ps(x, hi, _mm256_cmp_ps(hi, x, _CMP_LT_OQ));
 }
 
+/* R rows x B blocks of 8 units (from block bl): each lane's sum over the depth in order, then bias + sum and the
+ * clamp, stored at o + r * units + 8 * (bl + j). The rows' inputs are broadcast, each block's weights loaded once
+ * per depth step for the R rows. */
+__attribute__((always_inline)) static inline void ffc_tile(const ffc_pack *p, const float *x, float *o, int depth,
+                                                           int units, int bl, int has_bias, __m256 lo, __m256 hi,
+                                                           const int R, const int B) {
+    __m256 acc[R * B];
+    const size_t step = (size_t)depth * 8;
+    const float *w = p->w + (size_t)bl * step;
+#define SUMS(ADD, MUL)                                                                                             \
+    do {                                                                                                           \
+        for (int i = 0; i < R * B; i++) acc[i] = _mm256_setzero_ps();                                              \
+        for (int d = 0; d < depth; d++) {                                                                          \
+            __m256 wv[B];                                                                                          \
+            for (int j = 0; j < B; j++) wv[j] = _mm256_loadu_ps(w + j * step + (size_t)d * 8);                     \
+            for (int r = 0; r < R; r++) {                                                                          \
+                const __m256 v = _mm256_broadcast_ss(x + (size_t)r * depth + d);                                   \
+                for (int j = 0; j < B; j++) acc[r * B + j] = ADD(acc[r * B + j], MUL(v, wv[j]));                   \
+            }                                                                                                      \
+        }                                                                                                          \
+    } while (0)
+    SUMS(_mm256_add_ps, _mm256_mul_ps);
+    /* a compiler may swap the operands of the vector adds and multiplies, which decides which NaN a sum of two NaNs
+     * keeps: sums with a NaN are computed again with the order fixed (the total's, then the input's) */
+    if (mnh_any_nan(acc, R * B)) SUMS(mnh_add_ps, mnh_mul_ps);
+#undef SUMS
+    for (int j = 0; j < B; j++) {
+        const int c = (bl + j) * 8;
+        const __m256 bias = _mm256_loadu_ps(p->bias + c);
+        for (int r = 0; r < R; r++) {
+            __m256 y = acc[r * B + j];
+            if (has_bias) y = mnh_add_ps(bias, y); /* a NaN bias wins */
+            y = ffc_clamp(y, lo, hi);
+            float *dst = o + (size_t)r * units + c;
+            if (c + 8 <= units) {
+                _mm256_storeu_ps(dst, y);
+            } else {
+                float tail[8];
+                _mm256_storeu_ps(tail, y);
+                for (int i = 0; c + i < units; i++) dst[i] = tail[i];
+            }
+        }
+    }
+}
+
+/* `rows` rows (1 to 8) x B blocks from block bl */
+__attribute__((always_inline)) static inline void ffc_rows(const ffc_pack *p, const float *x, float *o, int depth,
+                                                           int units, int bl, int has_bias, __m256 lo, __m256 hi,
+                                                           int rows, const int B) {
+    switch (rows) {
+    case 8: ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 8, B); break;
+    case 7: ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 7, B); break;
+    case 6: ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 6, B); break;
+    case 5: ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 5, B); break;
+    case 4: ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 4, B); break;
+    case 3: ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 3, B); break;
+    case 2: ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 2, B); break;
+    default: ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 1, B); break;
+    }
+}
+
+/* the rows of a tile of B blocks: 8 x 1, 6 x 2, 4 x 3, 3 x 4 (up to 12 sums in flight) */
+static inline int ffc_tile_rows(int b) { return b == 1 ? 8 : b == 2 ? 6 : b == 3 ? 4 : 3; }
+
 void mn_fully_connected_f32(const mn_word *args) {
     const ffc_pack *p = ffc_prepare(args);
     if (!p) { mn_fully_connected_f32_portable(args); return; }
@@ -48,53 +112,22 @@ void mn_fully_connected_f32(const mn_word *args) {
     const int has_bias = MN_P(const float, BIAS) != NULL;
     const int batches = MN_I(BATCHES), depth = MN_I(DEPTH), units = MN_I(UNITS), blocks = mnh_blocks8(units);
     const __m256 lo = _mm256_set1_ps(mn_f32_arg(args, ACT_MIN)), hi = _mm256_set1_ps(mn_f32_arg(args, ACT_MAX));
-    const size_t step = (size_t)depth * 8;
-    float tail[8];
 
-    for (int b = 0; b < batches; b++) {
-        const float *x = in + (size_t)b * depth;
-        float *o = out + (size_t)b * units;
-        for (int bl = 0; bl < blocks;) {
-            const int four = bl + 4 <= blocks;
-            const float *w0 = p->w + (size_t)bl * step, *w1 = w0 + step, *w2 = w1 + step, *w3 = w2 + step;
-            __m256 a0, a1, a2, a3;
-            /* a compiler may swap the operands of the vector adds and multiplies, which decides which NaN a sum of
-             * two NaNs keeps: sums with a NaN are computed again with the order fixed (the total's, then the input's) */
-            for (int exact = 0; exact < 2; exact++) {
-                a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-#define MAC(a, v, w) a = exact ? mnh_add_ps(a, mnh_mul_ps(v, w)) : _mm256_add_ps(a, _mm256_mul_ps(v, w))
-                if (four) {
-                    for (int d = 0; d < depth; d++) {
-                        const __m256 v = _mm256_broadcast_ss(x + d);
-                        MAC(a0, v, _mm256_loadu_ps(w0 + (size_t)d * 8));
-                        MAC(a1, v, _mm256_loadu_ps(w1 + (size_t)d * 8));
-                        MAC(a2, v, _mm256_loadu_ps(w2 + (size_t)d * 8));
-                        MAC(a3, v, _mm256_loadu_ps(w3 + (size_t)d * 8));
-                    }
-                } else {
-                    for (int d = 0; d < depth; d++)
-                        MAC(a0, _mm256_broadcast_ss(x + d), _mm256_loadu_ps(w0 + (size_t)d * 8));
-                }
-#undef MAC
-                const __m256 nan01 = _mm256_or_ps(_mm256_cmp_ps(a0, a0, _CMP_UNORD_Q), _mm256_cmp_ps(a1, a1, _CMP_UNORD_Q));
-                const __m256 nan23 = _mm256_or_ps(_mm256_cmp_ps(a2, a2, _CMP_UNORD_Q), _mm256_cmp_ps(a3, a3, _CMP_UNORD_Q));
-                const __m256 nan = _mm256_or_ps(nan01, nan23);
-                if (!_mm256_movemask_ps(nan)) break;
-            }
-            __m256 acc[4] = {a0, a1, a2, a3};
-            for (int j = 0; j < (four ? 4 : 1); j++, bl++) {
-                __m256 y = acc[j];
-                if (has_bias) y = mnh_add_ps(_mm256_loadu_ps(p->bias + bl * 8), y); /* a NaN bias wins */
-                y = ffc_clamp(y, lo, hi);
-                const int c = bl * 8;
-                if (c + 8 <= units) {
-                    _mm256_storeu_ps(o + c, y);
-                } else {
-                    _mm256_storeu_ps(tail, y);
-                    for (int i = 0; c + i < units; i++) o[c + i] = tail[i];
-                }
+    /* row tiles x block tiles: the blocks in groups of 4 (the last group 1 to 4), each group over rows in tiles */
+    for (int bl = 0; bl < blocks;) {
+        const int b = blocks - bl >= 4 ? 4 : blocks - bl, tr = ffc_tile_rows(b);
+        for (int r0 = 0; r0 < batches; r0 += tr) {
+            const int rows = batches - r0 < tr ? batches - r0 : tr;
+            const float *x = in + (size_t)r0 * depth;
+            float *o = out + (size_t)r0 * units;
+            switch (b) {
+            case 4: ffc_rows(p, x, o, depth, units, bl, has_bias, lo, hi, rows, 4); break;
+            case 3: ffc_rows(p, x, o, depth, units, bl, has_bias, lo, hi, rows, 3); break;
+            case 2: ffc_rows(p, x, o, depth, units, bl, has_bias, lo, hi, rows, 2); break;
+            default: ffc_rows(p, x, o, depth, units, bl, has_bias, lo, hi, rows, 1); break;
             }
         }
+        bl += b;
     }
 }
 #else

@@ -1,0 +1,175 @@
+"""The float32 host ports on several batch rows (the lanes twins' shapes: every activation k rows deep, one sample
+per row): FULLY_CONNECTED's tiles of rows x unit blocks, CONV_2D, DEPTHWISE_CONV_2D, the pools, LOGISTIC, TANH and
+SOFTMAX over k images. Each twin (k = 2, 3, 16, 17: odd counts and the remainders of the row tiles) must give, row
+by row, the one-sample library's bytes (one invoke per sample), the twin's portable kernels' (``host_ports=False``)
+and, on a few samples, the TFLM wheel's; inputs hold infinities, NaNs of both signs, signed zeros and values whose
+products overflow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_native_ports import SPECIALS, conv_f32, depthwise_f32, fully_connected_f32
+from test_native_ports_more import pool
+
+import micronn
+from micronn.export import NativeModel
+from micronn.testing import T, _Tflm, op_model
+from micronn.tflite import schema
+from micronn.tflite.reader import read
+
+try:
+    from micronn.ir import twin_model
+except ImportError:  # where the twins still live in micronn.simulate
+    from micronn.simulate.batch import twin_model
+
+MODELS = Path(micronn.__file__).parent / "models"
+EXTRA = Path(__file__).resolve().parents[1] / "models"
+LANES = [2, 3, 16, 17]
+
+
+def _id(case: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in case.items()) or "default"
+
+
+def _samples(shape: tuple[int, ...], n: int, seed: int) -> np.ndarray:
+    """``n`` float32 samples in [-2, 2), every other one with a few specials."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-2, 2, (n, *shape)).astype(np.float32)
+    flat = x.reshape(n, -1)
+    m = min(4, flat.shape[1])
+    for k in range(1, n, 2):
+        flat[k, rng.integers(0, flat.shape[1], m)] = rng.choice(SPECIALS, m)
+    return x
+
+
+def _invoke_rows(native: NativeModel, x: np.ndarray, k: int) -> np.ndarray:
+    """Every sample of x through ``native`` (a twin of k rows: one invoke per k samples)."""
+    outs = []
+    for i in range(0, len(x), k):
+        native.set_input(x[i:i + k])
+        native.invoke()
+        outs.append(native.get_output())
+    return np.concatenate(outs)
+
+
+def assert_lanes_same(data: bytes, lanes: list[int], *, wheel: int = 0, seed: int = 0,
+                      portable_same: bool = True) -> None:
+    """The twins of ``data``'s model (one input, one output, one sample per invoke) give its bytes row by row."""
+    model = read(data)
+    one, one_portable = NativeModel(model), NativeModel(model, host_ports=False)
+    shape = one.inputs[0].shape
+    assert shape[0] == 1
+    for k in lanes:
+        x = _samples(shape[1:], 2 * k, seed + k)
+        want = np.concatenate([one.run([x[i:i + 1]])[0] for i in range(len(x))])
+        twin = twin_model(model, k)
+        got = _invoke_rows(NativeModel(twin), x, k)
+        assert got.tobytes() == want.tobytes(), k
+        # the portable kernels' rows against their one-sample bytes (and those against the ports' where no NaN
+        # bias meets a NaN sum: the portable FULLY_CONNECTED's compiled add may keep the other NaN there)
+        portable = _invoke_rows(NativeModel(twin, host_ports=False), x, k)
+        want_portable = np.concatenate([one_portable.run([x[i:i + 1]])[0] for i in range(len(x))])
+        assert portable.tobytes() == want_portable.tobytes(), k
+        if portable_same:
+            assert portable.tobytes() == want.tobytes(), k
+    if wheel:
+        ref = _Tflm(data)
+        x = _samples(shape[1:], wheel, seed)
+        for i in range(wheel):
+            assert ref.run([x[i:i + 1]])[0].tobytes() == one.run([x[i:i + 1]])[0].tobytes(), i
+
+
+FC = [
+    {"depth": 1, "units": 16},
+    {"depth": 16, "units": 16},
+    {"depth": 16, "units": 1},
+    {"depth": 37, "units": 13, "act": 1},
+    {"depth": 5, "units": 24, "bias": False},
+    {"depth": 9, "units": 32, "act": 3},
+    {"depth": 64, "units": 33},
+    {"depth": 20, "units": 70, "act": 1},
+    {"depth": 3, "units": 7, "bias": False, "act": 1},
+]
+
+
+@pytest.mark.parametrize("case", FC, ids=_id)
+def test_fully_connected_rows(case: dict) -> None:
+    assert_lanes_same(fully_connected_f32(**case), LANES)
+
+
+def test_fully_connected_rows_nan_bias() -> None:
+    """A NaN and an infinite bias, and NaN-dense rows: the NaN each sum keeps is the portable kernel's."""
+    rng = np.random.default_rng(3)
+    depth, units = 11, 19
+    w = rng.uniform(-1, 1, (units, depth)).astype(np.float32)
+    w[2, 3], w[5, 0], w[7, 10] = np.nan, -np.nan, np.inf
+    b = rng.uniform(-1, 1, units).astype(np.float32)
+    b[1], b[4], b[8] = np.nan, -np.nan, -np.inf
+    opts = schema.options("FULLY_CONNECTED", fused_activation_function=0)
+    data = op_model("FULLY_CONNECTED", [T((1, depth), "float32"), T((units, depth), "float32", data=w),
+                                        T((units,), "float32", data=b)], [T((1, units), "float32")], opts)
+    assert_lanes_same(data, LANES, wheel=3, portable_same=False)
+
+
+CONV = [
+    {"h": 28, "w": 28, "cin": 1, "cout": 8, "act": 1},
+    {"h": 11, "w": 13, "cin": 1, "cout": 5, "pad": 1},
+    {"h": 13, "w": 13, "cin": 8, "cout": 16, "fh": 1, "fw": 1, "act": 1},
+    {"h": 7, "w": 9, "cin": 3, "cout": 11, "stride": (2, 2), "pad": 1},
+    {"h": 6, "w": 10, "cin": 1, "cout": 20, "fh": 5, "fw": 3, "act": 3},
+]
+
+
+@pytest.mark.parametrize("case", CONV, ids=_id)
+def test_conv_2d_images(case: dict) -> None:
+    assert_lanes_same(conv_f32(**case), [2, 3, 17])
+
+
+DEPTHWISE = [
+    {"h": 13, "w": 13, "c": 8, "pad": 1},
+    {"h": 9, "w": 8, "c": 21, "act": 1},
+    {"h": 6, "w": 7, "c": 16, "stride": (2, 2), "pad": 1},
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE, ids=_id)
+def test_depthwise_conv_2d_images(case: dict) -> None:
+    assert_lanes_same(depthwise_f32(**case), [2, 3, 17])
+
+
+POOLS = [
+    {"op": "MAX_POOL_2D", "h": 26, "w": 26, "c": 8},
+    {"op": "AVERAGE_POOL_2D", "h": 13, "w": 13, "c": 16},
+    {"op": "AVERAGE_POOL_2D", "h": 9, "w": 7, "c": 13, "pad": 1, "fh": 3, "fw": 3, "act": 1},
+    {"op": "MAX_POOL_2D", "h": 9, "w": 7, "c": 24, "pad": 1, "fh": 3, "fw": 3},
+]
+
+
+@pytest.mark.parametrize("case", POOLS, ids=_id)
+def test_pools_images(case: dict) -> None:
+    assert_lanes_same(pool(kind="float32", **case), [2, 3, 17])
+
+
+def _unary(op: str, shape: tuple[int, ...], **opts) -> bytes:
+    return op_model(op, [T(shape, "float32")], [T(shape, "float32")], schema.options(op, **opts) if opts else None)
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+@pytest.mark.parametrize("shape", [(1, 5), (1, 8), (1, 3, 7)], ids=str)
+def test_activations_rows(op: str, shape: tuple[int, ...]) -> None:
+    assert_lanes_same(_unary(op, shape), LANES)
+
+
+@pytest.mark.parametrize("depth", [1, 10, 17])
+def test_softmax_rows(depth: int) -> None:
+    assert_lanes_same(_unary("SOFTMAX", (1, depth), beta=1.0), LANES)
+
+
+@pytest.mark.parametrize("name", ["float_cnn", "hello_world_float"])
+def test_models(name: str) -> None:
+    path = MODELS / f"{name}.tflite"
+    data = (path if path.exists() else EXTRA / f"{name}.tflite").read_bytes()
+    assert_lanes_same(data, LANES, wheel=3)
