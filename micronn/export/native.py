@@ -6,6 +6,13 @@ Inputs and outputs are numpy views of the library's own arena, bound once: ``set
 loop in C over stacked inputs and outputs: no Python per sample), which is what ``micronn.simulate`` uses for data
 sets. The interpreter stays the reference: tests compare every output byte with it (and with the TFLM wheel) on
 every model whose operators all have C kernels.
+
+*Lanes*: a small model whose operators keep samples apart along axis 0 (``micronn.ir.rows_reason``, with the
+operators whose C kernels ``tests/export/test_native_lanes.py`` checks row by row) runs ``run_chunk`` as its twin
+(``micronn.ir.twin_model``): every activation and state tensor ``lanes`` rows deep, ``lanes`` samples per invoke,
+each in its own row and (where the model keeps state) from its own initial state. The kernels then see a batch:
+weights are read once per ``lanes`` samples and the fixed cost of each call is shared, which is most of the cost
+of a model of a few thousand multiply-accumulates (hello_world, keyword_scrambled, the LSTMs).
 """
 
 from __future__ import annotations
@@ -22,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from micronn.errors import InvokeError
+from micronn.errors import InvokeError, MicronnError
 from micronn.export.codegen import generate
 from micronn.interpreter import Interpreter, input_chunks
-from micronn.ir import Model
+from micronn.ir import ROW_OPS, STATE_ROW_OPS, Model, rows_reason, twin_model
 from micronn.micro import lower
 from micronn.micro.target import get_target
 from micronn.micro.toolchain import Toolchain, cache_dir, find_toolchain
@@ -35,6 +42,10 @@ PREFIX = "mn_native"
 # this machine's vector units, without contracting float multiply-adds (the reference rounds each operation)
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
 CHUNK = 256  # samples per native call of invoke_batch when the inputs come as an iterable
+# Operators whose C kernels keep batch rows apart (tests/export/test_native_lanes.py checks each on real models)
+LANE_OPS = ROW_OPS - {"DEQUANTIZE"} | STATE_ROW_OPS | {"STRIDED_SLICE"}  # (no C DEQUANTIZE)
+MAX_LANES = 64  # samples per invoke of a lanes twin, at most
+LANE_ARENA = 1 << 16  # and its arena (lanes x the model's) within this many bytes, so it stays in L2 with the weights
 # Host ports of the hot kernels (x86-64 AVX2), each named as the portable kernel file it stands in for
 HOST_PORTS = lower.include_dir() / "host"
 
@@ -134,6 +145,11 @@ def _library(files: dict[str, str]) -> Path:
     return host_toolchain().shared_object(sorted(src.glob("*.c")), [src], FLAGS)
 
 
+def lanes_reason(model: Model) -> str | None:
+    """Why ``model`` runs one sample per invoke natively (None: it can run as a lanes twin)."""
+    return rows_reason(model, LANE_OPS)
+
+
 def _address(x: np.ndarray) -> int:
     """The address of a non-empty array's data: through the buffer protocol where the array is writable (a few
     times cheaper than ``x.ctypes.data``, which matters for run_chunk's small chunks), else ``x.ctypes.data``."""
@@ -154,10 +170,21 @@ class NativeModel:
     only (the firmware's C), where by default the host ports (``with_host_ports``) replace the hot ones.
     """
 
-    def __init__(self, model: Model | Source, *, host_ports: bool = True, **interpreter_kw: Any):
+    def __init__(self, model: Model | Source, *, host_ports: bool = True, lanes: int | None = None,
+                 **interpreter_kw: Any):
         source = model if isinstance(model, Model) else read(model)
         self.model = source
         self.program = generate(Interpreter(source, **interpreter_kw), PREFIX)
+        self._build = {"host_ports": host_ports, **interpreter_kw}
+        self._wide: NativeModel | None = None
+        self.why_one_lane = lanes_reason(source)
+        if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, (int, np.integer)) or lanes < 1):
+            raise MicronnError(f"lanes is a positive integer or None, got {lanes!r}")
+        if self.why_one_lane is not None:
+            lanes = 1
+        elif lanes is None:
+            lanes = max(1, min(MAX_LANES, LANE_ARENA // max(self.program.arena_bytes, 1)))
+        self.lanes = int(lanes)
         files = {k: v for k, v in self.program.files.items() if k.endswith((".c", ".h"))}
         if host_ports:
             files = with_host_ports(files)
@@ -168,9 +195,19 @@ class NativeModel:
     def clone(self) -> NativeModel:
         """Another instance of the same compiled model, with its own arena and state (in the initial state)."""
         other = object.__new__(NativeModel)
-        other.model, other.program = self.model, self.program
+        other.model, other.program, other._build = self.model, self.program, self._build
+        other.lanes, other.why_one_lane = self.lanes, self.why_one_lane
+        wide = self._wide_model()
+        other._wide = wide.clone() if wide is not None else None
         other._load(self._so)
         return other
+
+    def _wide_model(self) -> NativeModel | None:
+        """The lanes twin (built on first use: its kernels' objects are this model's, so only its model C
+        compiles), or None with one lane."""
+        if self._wide is None and self.lanes > 1:
+            self._wide = NativeModel(twin_model(self.model, self.lanes), lanes=1, **self._build)
+        return self._wide
 
     def _load(self, so: Path) -> None:
         self._so = so
@@ -239,22 +276,41 @@ class NativeModel:
                   ) -> tuple[list[np.ndarray], int, int]:
         """``n`` samples in one native call: ``chunk`` holds one C-contiguous array per input, shaped
         ``(n, *input.shape)`` and of its dtype (as ``micronn.interpreter.input_chunks`` yields them; not checked
-        here). Each sample starts from the initial state when ``reset``, else state carries over.
+        here). Each sample starts from the initial state when ``reset``, else state carries over. With ``reset``,
+        whole groups of ``lanes`` samples run on the lanes twin, the rest one by one.
 
         Returns the outputs (one array per output, ``(n, *output.shape)``), the number of samples completed and
         the status of the invoke that stopped the loop (0: all ``n`` completed); outputs past the completed samples
         are undefined."""
         n = len(chunk[0]) if chunk else 0
         outs = [np.empty((n, *v.shape), v.dtype) for v in self.outputs]
+        k = self.lanes
+        wide = n - n % k if reset and k > 1 else 0
+        if wide:
+            def rows(x: np.ndarray, a: int, b: int) -> np.ndarray:  # samples [a, b) as (groups, lanes, ...)
+                return x[a:b].reshape((b - a) // k, k, *x.shape[2:])
+            groups, status = self._wide_model()._run_into([rows(x, 0, wide) for x in chunk],
+                                                          [rows(y, 0, wide) for y in outs], True)
+            if groups < wide // k:  # that group one sample at a time, to name the sample that fails
+                at = groups * k
+                done, one = self._run_into([x[at:at + k] for x in chunk], [y[at:at + k] for y in outs], True)
+                return (outs, at + done, one) if done < k else (outs, at, status)
+        done, status = self._run_into([x[wide:] for x in chunk], [y[wide:] for y in outs], reset)
+        return outs, wide + done, status
+
+    def _run_into(self, chunk: Sequence[np.ndarray], outs: Sequence[np.ndarray], reset: bool) -> tuple[int, int]:
+        """The batch loop over ``chunk`` into ``outs`` (C-contiguous, ``(n, *shape)`` each): samples completed and
+        the failing status."""
+        n = len(chunk[0]) if chunk else 0
         if n == 0:
-            return outs, 0, 0
+            return 0, 0
         for i, x in enumerate(chunk):
             self._in_ptrs[i] = _address(x)
         for j, y in enumerate(outs):
             self._out_ptrs[j] = _address(y)
         done = self._batch(n, 1 if reset else 0, self._in_ptrs, self._in_bytes, self._out_ptrs, self._out_bytes,
                            self._status_ref)
-        return outs, done, self._status.value
+        return done, self._status.value
 
     def invoke_batch(self, inputs: Any, *, stream: bool = False) -> list[np.ndarray]:
         """One invoke per sample, as ``Interpreter.invoke_batch`` (same inputs, same per-sample state semantics:

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import copy
-import dataclasses
 import hashlib
 import os
 import threading
@@ -38,7 +36,7 @@ from micronn import progress as _progress
 from micronn.cluster import ray_session
 from micronn.errors import InvokeError, MicronnError
 from micronn.interpreter import Interpreter, input_chunks
-from micronn.ir import Model, Operator, Subgraph
+from micronn.ir import Model, Operator, Subgraph, rows_reason, twin_model
 from micronn.tflite.reader import Source, read
 
 DEFAULT_BATCH = 256  # samples per chunk: what a Ray task carries and what is held in memory at once
@@ -52,34 +50,9 @@ BACKENDS = ("auto", "native", "numpy")
 _REFUSING_OPS = frozenset({"DIV", "FLOOR_DIV", "FLOOR_MOD", "RSQRT", "GATHER_ND", "EMBEDDING_LOOKUP"})
 SOFTMAX_SAFE_ROW = 512  # int8 SOFTMAX refuses a row whose sum of exponentials reaches 512: shorter rows never do
 
-# Operators that keep samples apart along axis 0 when every activation's leading dimension is the batch, with the
-# conditions under which micronn's kernels also compute them sample by sample (checked in _op_reason).
-_ROW_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESHAPE", "SOFTMAX",
-                      "FULLY_CONNECTED", "ADD", "MEAN", "PAD", "CONCATENATION", "RELU", "RELU6", "LOGISTIC",
-                      "QUANTIZE", "DEQUANTIZE"})
-_CONSTANT_INPUTS = {  # inputs that must be constants of the model (weights, paddings, axes)
-    "CONV_2D": (1, 2), "DEPTHWISE_CONV_2D": (1, 2), "FULLY_CONNECTED": (1, 2), "MEAN": (1,), "PAD": (1, 2),
-    "RESHAPE": (1,),
-}
-
-
 def twin_reason(model: Model) -> str | None:
-    """Why ``model`` cannot run as a batched twin (None: it can)."""
-    if len(model.subgraphs) != 1:
-        return "it has several subgraphs (control flow)"
-    if "OfflineMemoryAllocation" in model.metadata:
-        return "it carries an offline memory plan, whose offsets hold for one sample only"
-    sg = model.main
-    for t in sg.tensors:
-        if t.is_variable:
-            return f"tensor {t.index} ({t.name!r}) is a variable: samples would share state"
-        if not t.is_constant and (len(t.shape) < 1 or t.shape[0] != 1):
-            return f"tensor {t.index} ({t.name!r}) of shape {list(t.shape)} has no leading batch dimension of 1"
-    for op in sg.operators:
-        why = _op_reason(sg, op)
-        if why:
-            return f"operator {op.index} ({op.op}) {why}"
-    return None
+    """Why ``model`` cannot run as a batched twin on the numpy kernels (None: it can)."""
+    return rows_reason(model)
 
 
 def native_reason(model: Model) -> str | None:
@@ -116,39 +89,6 @@ def _safe_divisor(sg: Subgraph, op: Operator) -> bool:
         return True
     d = sg.tensors[op.inputs[1]]
     return d.is_constant and d.data is not None and not np.isin(np.asarray(d.data), (0, -1)).any()
-
-
-def _op_reason(sg: Subgraph, op: Operator) -> str | None:
-    if op.custom or op.op not in _ROW_OPS:
-        return "is not known to keep samples apart"
-    ins = [sg.tensors[i] if i >= 0 else None for i in op.inputs]
-    for k in _CONSTANT_INPUTS.get(op.op, ()):
-        if k < len(ins) and ins[k] is not None and not ins[k].is_constant:
-            return f"reads a computed input {k} (weights, paddings and axes must be constants)"
-    if op.op not in _CONSTANT_INPUTS and any(t is not None and t.is_constant for t in ins):
-        return "reads a constant operand, which would broadcast across samples"
-    if op.op == "PAD" and np.asarray(ins[1].data).reshape(-1, 2)[0].any():
-        return "pads the batch axis"
-    if op.op == "MEAN" and 0 in {int(a) % len(ins[0].shape) for a in np.asarray(ins[1].data).ravel()}:
-        return "reduces the batch axis"
-    if op.op == "CONCATENATION" and op.options.axis % len(sg.tensors[op.outputs[0]].shape) == 0:
-        return "concatenates along the batch axis"
-    if op.op == "SOFTMAX" and len(ins[0].shape) < 2:
-        return "normalizes along the batch axis"
-    if op.op == "FULLY_CONNECTED" and sg.tensors[op.outputs[0]].shape[0] != 1:
-        return "has no batch of 1 in its output"
-    return None
-
-
-def twin_model(model: Model, n: int) -> Model:
-    """``model`` with every activation's leading dimension ``n``: ``n`` samples per invoke. Constants are shared,
-    not copied."""
-    sg = model.main
-    tensors = [t if t.is_constant else dataclasses.replace(t, shape=(n, *t.shape[1:]), shape_signature=None)
-               for t in sg.tensors]
-    twin = copy.copy(model)
-    twin.subgraphs = [dataclasses.replace(sg, tensors=tensors)]
-    return twin
 
 
 class Engine:

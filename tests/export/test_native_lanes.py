@@ -1,0 +1,158 @@
+"""NativeModel's lanes: a model whose operators keep samples apart runs ``run_chunk`` as its twin, ``lanes``
+samples per invoke, one per batch row (each from its own initial state). Every sample's bytes must be what one
+invoke of the one-sample library gives, and the TFLM wheel's, on every bundled and test model that qualifies, with
+lane counts that leave remainders and odd rows; models that do not qualify run one sample per invoke, and say
+why."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import micronn
+from micronn.errors import MicronnError
+from micronn.export import NativeModel
+from micronn.export.native import LANE_OPS, lanes_reason
+from micronn.ir import rows_reason, twin_model
+from micronn.testing import T, op_model, run_tflm
+from micronn.tflite import schema
+from micronn.tflite.reader import read
+
+MODELS = Path(micronn.__file__).parent / "models"
+EXTRA = Path(__file__).resolve().parents[1] / "models"
+# every model that runs as lanes, but the three largest (their kernels are the same as person_detect's)
+LANED = ["hello_world_int8", "hello_world_float", "keyword_scrambled", "micro_speech_quantized", "person_detect",
+         "trained_lstm_int8", "anomaly_autoencoder_int8", "float_cnn", "kws_ds_cnn_int16x8", "lstm_float", "lstm_int8",
+         "resnet_tiny_int8"]
+
+
+def _path(name: str) -> Path:
+    return MODELS / f"{name}.tflite" if (MODELS / f"{name}.tflite").exists() else EXTRA / f"{name}.tflite"
+
+
+def _samples(inputs: list[np.ndarray], n: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for v in inputs:
+        if v.dtype.kind in "iu":
+            info = np.iinfo(v.dtype)
+            out.append(rng.integers(info.min, info.max, (n, *v.shape), endpoint=True).astype(v.dtype))
+        else:
+            out.append(rng.uniform(-1, 1, (n, *v.shape)).astype(v.dtype))
+    return out
+
+
+def _check(data: bytes, lanes: int, n: int, wheel: int, seed: int = 0) -> None:
+    """``n`` samples on ``lanes`` lanes against the one-lane library, and the first ``wheel`` against TFLM."""
+    one, many = NativeModel(read(data), lanes=1), NativeModel(read(data), lanes=lanes)
+    assert many.lanes == lanes and many.why_one_lane is None
+    xs = _samples(one.inputs, n, seed)
+    want, done, status = one.run_chunk(xs)
+    assert (done, status) == (n, 0)
+    got, done, status = many.run_chunk(xs)
+    assert (done, status) == (n, 0)
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+    for k in range(wheel):
+        tflm = run_tflm(data, [x[k] for x in xs])
+        assert [t.tobytes() for t in tflm] == [g[k].tobytes() for g in got], k
+
+
+@pytest.mark.parametrize("name", LANED)
+def test_models_on_lanes_are_the_one_sample_bytes(name: str) -> None:
+    data = _path(name).read_bytes()
+    assert lanes_reason(read(data)) is None
+    _check(data, 3, 3 * 2 + 2, wheel=3)  # two groups and a remainder of two
+
+
+@pytest.mark.parametrize("name", ["hello_world_int8", "keyword_scrambled", "trained_lstm_int8", "lstm_float"])
+def test_wide_lanes_and_the_default(name: str) -> None:
+    data = _path(name).read_bytes()
+    _check(data, 17, 17 * 2 + 5, wheel=2, seed=1)
+    native = NativeModel(read(data))
+    assert 1 < native.lanes <= 64  # small models: several lanes by default
+    xs = _samples(native.inputs, 3 * native.lanes + 1, seed=2)
+    got, done, _ = native.run_chunk(xs)
+    want, _, _ = NativeModel(read(data), lanes=1).run_chunk(xs)
+    assert done == len(xs[0]) and [g.tobytes() for g in got] == [w.tobytes() for w in want]
+    # a stream carries state from sample to sample: never on lanes
+    native.reset()
+    got, done, _ = native.run_chunk(xs, reset=False)
+    one = NativeModel(read(data), lanes=1)
+    want, _, _ = one.run_chunk(xs, reset=False)
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+    clone = native.clone()
+    assert clone.lanes == native.lanes and [c.tobytes() for c in clone.run_chunk(xs)[0]] == \
+        [w.tobytes() for w in NativeModel(read(data), lanes=1).run_chunk(xs)[0]]
+
+
+def _relu6(dtype: str) -> bytes:
+    q = dict(scale=0.05, zero_point=3) if dtype == "int8" else {}
+    return op_model("RELU6", [T((1, 5, 7), dtype, **q)], [T((1, 5, 7), dtype, **q)])
+
+
+SYNTHETIC = {  # the lane operators no bundled or test model has, as one-operator models
+    "CONCATENATION": lambda: op_model("CONCATENATION", [T((1, 3, 5), "int8", 0.1, 2), T((1, 3, 2), "int8", 0.1, 2)],
+                                      [T((1, 3, 7), "int8", 0.1, 2)], schema.options("CONCATENATION", axis=-1)),
+    "LOGISTIC": lambda: op_model("LOGISTIC", [T((1, 11), "int8", 0.08, -3)], [T((1, 11), "int8", 1 / 256, -128)]),
+    "RELU": lambda: op_model("RELU", [T((1, 2, 6), "int8", 0.2, -7)], [T((1, 2, 6), "int8", 0.1, -128)]),
+    "RELU6": lambda: _relu6("int8"),
+}
+
+
+@pytest.mark.parametrize("op", sorted(SYNTHETIC))
+def test_one_operator_models_on_lanes(op: str) -> None:
+    _check(SYNTHETIC[op](), 4, 11, wheel=2, seed=3)
+
+
+def test_every_lane_operator_is_checked() -> None:
+    seen = {op.op for name in LANED for op in read(_path(name).read_bytes()).main.operators}
+    assert LANE_OPS <= seen | set(SYNTHETIC) | {"MEAN", "PAD", "ADD"}  # mobilenet_v2's: test_mobilenet_v2_lanes
+
+
+def test_mobilenet_v2_lanes() -> None:
+    _check(_path("mobilenet_v2_pad_int8").read_bytes(), 2, 3, wheel=1)
+
+
+def test_why_one_lane() -> None:
+    def why(name: str) -> str | None:
+        return lanes_reason(read(_path(name).read_bytes()))
+    assert "no leading batch dimension" in why("audio_preprocessor_int8")  # its signal chain is one-dimensional
+    assert "subgraphs" in why("lstm_keras3_while_float")
+    assert "TRANSPOSE_CONV" in why("unet_wide_int8")
+    native = NativeModel(_path("audio_preprocessor_int8"), lanes=8)
+    assert native.lanes == 1 and "Reshape" in native.why_one_lane
+    # the numpy twin keeps its own rule: no state there
+    assert "variable" in rows_reason(read(_path("keyword_scrambled").read_bytes()))
+    with pytest.raises(MicronnError, match="lanes"):
+        NativeModel(_path("hello_world_int8"), lanes=0)
+
+
+def _state_model(**state: object) -> bytes:
+    """An SVDF whose state is shared with a second reader, or has an initial value: not lanes."""
+    q = dict(scale=0.1, zero_point=0)
+    x = T((1, 4), "int8", **q)
+    wf, wt = T((2, 4), "int8", 0.1, 0, data=np.ones((2, 4))), T((2, 3), "int16", 0.1, 0, data=np.ones((2, 3)))
+    s = T((1, 6), "int16", 0.1, 0, variable=True, **state)
+    return op_model("SVDF", [x, wf, wt, None, s], [T((1, 2), "int8", **q)], schema.options("SVDF", rank=1))
+
+
+def test_state_with_an_initial_value_is_one_lane() -> None:
+    assert lanes_reason(read(_state_model())) is None
+    assert "initial value" in lanes_reason(read(_state_model(data=np.ones((1, 6)))))
+
+
+def test_time_major_lstm_is_one_lane() -> None:
+    model = read(_path("lstm_int8").read_bytes())
+    lstm = next(op for op in model.main.operators if op.op == "UNIDIRECTIONAL_SEQUENCE_LSTM")
+    lstm.options = dataclasses.replace(lstm.options, time_major=True)
+    assert "time-major" in lanes_reason(model)
+
+
+def test_twin_keeps_constants_and_intermediates() -> None:
+    model = read(_path("lstm_int8").read_bytes())
+    twin = twin_model(model, 4)
+    for a, b in zip(model.main.tensors, twin.main.tensors):
+        assert b.shape == (a.shape if a.is_constant or a.shape == (0,) else (4, *a.shape[1:])), a.name
