@@ -20,7 +20,9 @@ the initial state, the loop over samples in C (NativeModel uses the AVX2 host po
 host has AVX2, ``micronn/micro/kernels/host/``; the batch-1 ``native`` column too): its samples per second, against
 the wheel's and LiteRT's (one thread) single-invoke rates, which is what they offer for a data set (``xN``
 columns: micronn's rate over theirs; the issue's goals: at least 1 against LiteRT, at least 20 against the wheel).
-``same`` also checks the batched outputs: each sample's bytes equal the wheel's on that sample.
+``lanes``: samples per native invoke (``NativeModel.lanes``: small models whose operators keep samples apart run
+as a twin with that many batch rows). ``same`` also checks the batched outputs: each sample's bytes equal the
+wheel's on that sample.
 """
 
 from __future__ import annotations
@@ -177,7 +179,7 @@ def measure(path: Path, runs: int, batch: int = 0, rss: bool = True) -> dict:
         row["same_native"] = [native.get_output(i).tobytes() for i in range(n_out)] == want
         row["native_ms"] = best_of(native.invoke, runs) * 1e3
         if batch:
-            row.update(measure_batch(native, wheel, _batch_inputs(ours.model, batch), runs))
+            row.update(measure_batch(native, wheel, _batch_inputs(ours.model, batch), runs), lanes=native.lanes)
     invoke, note = _litert(data, xs)
     row["litert_ms"] = best_of(invoke, runs) * 1e3 if invoke else None
     row["litert_note"] = note
@@ -217,7 +219,8 @@ def main() -> None:
               f"{r['interpreter_ms'] / r['tflm_ms']:>11.2f}x{ratio}{str(same):>6}")
     if a.batch:
         print(f"\nbatched, {a.batch} samples, one thread (samples/s; xN: micronn's rate over the other's)")
-        print(f"{'model':<28}{'micronn/s':>11}{'TFLM/s':>10}{'LiteRT/s':>10}{'x TFLM':>9}{'x LiteRT':>10}{'same':>6}")
+        print(f"{'model':<28}{'micronn/s':>11}{'TFLM/s':>10}{'LiteRT/s':>10}{'x TFLM':>9}{'x LiteRT':>10}{'same':>6}"
+              f"{'lanes':>6}")
         for r in rows:
             rate = r.get("native_batch_per_s")
             if rate is None:
@@ -226,7 +229,7 @@ def main() -> None:
             lite_s = f"{lite:>10.0f}" if lite else f"{'-':>10}"
             vs_lite = f"{rate / lite:>9.2f}x" if lite else f"{'-':>10}"
             print(f"{r['model']:<28}{rate:>11.0f}{tflm:>10.0f}{lite_s}{rate / tflm:>8.1f}x{vs_lite}"
-                  f"{str(r['same_batch']):>6}")
+                  f"{str(r['same_batch']):>6}{r['lanes']:>6}")
     if not a.no_rss:
         print(f"\npeak RSS of a fresh process, one invoke at batch 1 (MiB; goal: micronn <= {RSS_GOAL}x the wheel)")
         print(f"{'model':<28}{'micronn':>9}{'TFLM':>8}{'ratio':>8}")

@@ -32,7 +32,7 @@ import numpy as np
 from micronn.errors import InvokeError, MicronnError
 from micronn.export.codegen import generate
 from micronn.interpreter import Interpreter, input_chunks
-from micronn.ir import ROW_OPS, STATE_ROW_OPS, Model, rows_reason, twin_model
+from micronn.ir import ROW_OPS, STATE_ROW_OPS, Model, op_macs, rows_reason, twin_model
 from micronn.micro import lower
 from micronn.micro.target import get_target
 from micronn.micro.toolchain import Toolchain, cache_dir, find_toolchain
@@ -44,8 +44,11 @@ FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
 CHUNK = 256  # samples per native call of invoke_batch when the inputs come as an iterable
 # Operators whose C kernels keep batch rows apart (tests/export/test_native_lanes.py checks each on real models)
 LANE_OPS = ROW_OPS - {"DEQUANTIZE"} | STATE_ROW_OPS | {"STRIDED_SLICE"}  # (no C DEQUANTIZE)
-MAX_LANES = 64  # samples per invoke of a lanes twin, at most
-LANE_ARENA = 1 << 16  # and its arena (lanes x the model's) within this many bytes, so it stays in L2 with the weights
+# Samples per invoke of a lanes twin: a power of two, at most MAX_LANES, its arena (lanes x the model's) within
+# LANE_ARENA bytes (in L2 with the weights) and its work within LANE_MACS multiply-accumulates (past that, the
+# calls' fixed cost is already small). Measured on keyword_scrambled (best at 16), trained_lstm_int8 (8 to 16)
+# and hello_world (64).
+MAX_LANES, LANE_ARENA, LANE_MACS = 64, 192 << 10, 1 << 20
 # Host ports of the hot kernels (x86-64 AVX2), each named as the portable kernel file it stands in for
 HOST_PORTS = lower.include_dir() / "host"
 
@@ -183,7 +186,9 @@ class NativeModel:
         if self.why_one_lane is not None:
             lanes = 1
         elif lanes is None:
-            lanes = max(1, min(MAX_LANES, LANE_ARENA // max(self.program.arena_bytes, 1)))
+            macs = sum(op_macs(source.main, op) for op in source.main.operators)
+            fit = min(MAX_LANES, LANE_ARENA // max(self.program.arena_bytes, 1), LANE_MACS // max(macs, 1))
+            lanes = 1 << (max(fit, 1).bit_length() - 1)
         self.lanes = int(lanes)
         files = {k: v for k, v in self.program.files.items() if k.endswith((".c", ".h"))}
         if host_ports:
