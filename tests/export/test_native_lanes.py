@@ -156,3 +156,23 @@ def test_twin_keeps_constants_and_intermediates() -> None:
     twin = twin_model(model, 4)
     for a, b in zip(model.main.tensors, twin.main.tensors):
         assert b.shape == (a.shape if a.is_constant or a.shape == (0,) else (4, *a.shape[1:])), a.name
+
+
+def test_a_failing_group_names_its_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lanes invoke that reports a failure is rerun one sample at a time: the first failing sample and its
+    status come back (kernels that can fail are not lane operators today, so the failure is simulated)."""
+    native = NativeModel(_path("hello_world_int8"), lanes=4)
+    xs = _samples(native.inputs, 10, seed=4)
+    wide = native._wide_model()
+    monkeypatch.setattr(wide, "_run_into", lambda chunk, outs, reset: (1, 7))  # group 1 (samples 4-7) fails
+    single = native._run_into
+
+    def one_by_one(chunk, outs, reset):  # sample 6 fails alone too, with its own status
+        done, status = single([x[:2] for x in chunk], [y[:2] for y in outs], reset)
+        return (2, 9) if len(chunk[0]) > 2 else (done, status)
+    monkeypatch.setattr(native, "_run_into", one_by_one)
+    _, done, status = native.run_chunk(xs)
+    assert (done, status) == (6, 9)
+    monkeypatch.setattr(native, "_run_into", single)  # alone, every sample of the group passes: the group's status
+    _, done, status = native.run_chunk(xs)
+    assert (done, status) == (4, 7)
