@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_native_ports import fully_connected
+from test_native_ports_more import softmax
 from test_native_ports_seq import _id, assert_all_same, svdf
 
 import micronn
@@ -93,3 +94,21 @@ def test_model_twins(name: str, rows: int) -> None:
     assert got_rows.tobytes() == want[0].tobytes()
     for k in range(2):
         assert run_tflm((MODELS / f"{name}.tflite").read_bytes(), [x[k]])[0].tobytes() == got_rows[k].tobytes(), k
+
+
+@pytest.mark.parametrize("case", [{"scale": 0.1}, {"scale": 0.5}, {"scale": 0.01, "beta": 3.0},
+                                  {"scale": 0.05, "out": "int16"}, {"scale": 2.0, "beta": 0.5, "out": "int16"}],
+                         ids=_id)
+def test_softmax_pairs(case: dict) -> None:
+    """SOFTMAX rows of two (keyword_scrambled's last layer): the table by difference, every difference 0..255 in
+    both orders, against the portable kernel, the interpreter and the wheel."""
+    data = softmax(rows=512, depth=2, **case)
+    d = np.arange(256)
+    pairs = np.concatenate([np.stack([127 - d, np.full(256, 127)], 1), np.stack([-128 + d, np.full(256, -128)], 1)])
+    rng = np.random.default_rng(len(case))
+    x = [pairs.astype(np.int8)[None], rng.integers(-128, 128, (1, 512, 2), dtype=np.int8)]
+    native, portable = NativeModel(data, **ONE), NativeModel(data, host_ports=False, **ONE)
+    for xs in x:
+        got = native.run_chunk([xs])[0][0]
+        assert got.tobytes() == portable.run_chunk([xs])[0][0].tobytes()
+        assert got.tobytes() == run_tflm(data, [xs[0]])[0].tobytes()

@@ -27,7 +27,7 @@ typedef struct {
     mnh_rq q1, q2;   /* the state's requantization (zero point 0: added after), the output's (rank 1) */
     int16_t *x;      /* every batch row's input less its zero point, widened (kp pairs a row) */
     int16_t *fresh;  /* every batch row's newest state value of each filter (blocks * 8 a row) */
-    uint32_t *acc;   /* per filter (padded) */
+    uint32_t *acc;   /* every batch row's time sums per filter (blocks * 8 a row) */
     int fold;        /* the state's requantization as one 64-bit sum (mn_rq_init's MN_RQ_FOLDED, zero point 0) */
     int no_right;    /* else no right shift (0 <= shift < 31): the doubling high multiply alone (MN_RQ_NO_RIGHT) */
     int32_t fold_mult, fold_e1;
@@ -77,7 +77,7 @@ static svdf_pack *svdf_prepare(const mn_word *args) {
     p->w = (int16_t *)mnh_alloc((size_t)blocks * kp * 16 * sizeof(int16_t));
     p->x = (int16_t *)mnh_alloc(((size_t)2 * kp * batches + 16) * sizeof(int16_t));
     p->fresh = (int16_t *)mnh_alloc(((size_t)blocks * 8 * batches + 16) * sizeof(int16_t));
-    p->acc = (uint32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(uint32_t));
+    p->acc = (uint32_t *)mnh_alloc((size_t)blocks * 8 * batches * sizeof(uint32_t));
     const int32_t m1 = MN_I(MULT_1), s1 = MN_I(SHIFT_1), m2 = MN_I(MULT_2), s2 = MN_I(SHIFT_2);
     if (!p->w || !p->x || !p->fresh || !p->acc || !mnh_rq_init(&p->q1, &m1, &s1, 1, 1) ||
         !mnh_rq_init(&p->q2, &m2, &s2, 1, 1))
@@ -317,16 +317,17 @@ void mn_svdf_s8(const mn_word *args) {
     const int memory = MN_I(MEMORY), rank = MN_I(RANK), units = filters / rank;
     const int32_t in_zp = MN_I(IN_ZP), state_zp = MN_I(STATE_ZP), out_zp = MN_I(OUT_ZP);
     const mn_rq q2 = mn_rq_init(MN_I(MULT_2), MN_I(SHIFT_2), out_zp);
-    uint32_t *acc = p->acc, zeros[64] = {0};
+    uint32_t zeros[64] = {0};
     const int whole8 = memory == 8 && state_zp == 0 ? filters / 8 * 8 : 0;
     const int vec16 = memory % 16 == 0 && state_zp == 0;
 
     widen_rows(p->x, in, batches, input_size, in_zp);
     features(p, p->x, p->fresh, batches, state_zp);
+    const int astride = p->blocks * 8;
     for (int b = 0; b < batches; b++) {
         int16_t *s = state + (size_t)b * filters * memory;
-        int8_t *o = out + (size_t)b * units;
         const int16_t *fresh = p->fresh + (size_t)b * p->blocks * 8;
+        uint32_t *acc = p->acc + (size_t)b * astride;
         /* the time steps, from the bias (rank 1) or 0 */
         for (int f0 = 0; f0 < filters; f0 += 64) {
             const int n = mn_min(filters - f0, 64);
@@ -346,12 +347,31 @@ void mn_svdf_s8(const mn_word *args) {
                 time_chunk(s + (size_t)(f0 + done) * memory, wt + (size_t)(f0 + done) * memory, memory, 0,
                            fresh + f0 + done, n - done, state_zp, init + done, acc + f0 + done);
         }
+    }
+    if (rank == 1 && units % 8 == 0) { /* the rows' sums back to back, as their outputs: one run */
+        const size_t total = (size_t)batches * units;
+        const uint32_t *acc = p->acc;
+        size_t i = 0;
+        for (; i + 16 <= total; i += 16) {
+            const __m256i y0 = mnh_requant8r(_mm256_loadu_si256((const __m256i *)(acc + i)), &p->o8);
+            const __m256i y1 = mnh_requant8r(_mm256_loadu_si256((const __m256i *)(acc + i + 8)), &p->o8);
+            const __m128i w0 = _mm_packs_epi32(_mm256_castsi256_si128(y0), _mm256_extracti128_si256(y0, 1));
+            const __m128i w1 = _mm_packs_epi32(_mm256_castsi256_si128(y1), _mm256_extracti128_si256(y1, 1));
+            _mm_storeu_si128((__m128i *)(out + i), _mm_packs_epi16(w0, w1));
+        }
+        if (i < total)
+            _mm_storel_epi64((__m128i *)(out + i),
+                             mnh_bytes8(mnh_requant8r(_mm256_loadu_si256((const __m256i *)(acc + i)), &p->o8)));
+        return;
+    }
+    for (int b = 0; b < batches; b++) {
+        const uint32_t *acc = p->acc + (size_t)b * astride;
+        int8_t *o = out + (size_t)b * units;
         if (rank == 1) {
             int u = 0;
-            for (; u + 8 <= units; u += 8) {
-                const __m256i y = mnh_requant8r(_mm256_loadu_si256((const __m256i *)(acc + u)), &p->o8);
-                _mm_storel_epi64((__m128i *)(o + u), mnh_bytes8(y));
-            }
+            for (; u + 8 <= units; u += 8)
+                _mm_storel_epi64((__m128i *)(o + u),
+                                 mnh_bytes8(mnh_requant8r(_mm256_loadu_si256((const __m256i *)(acc + u)), &p->o8)));
             for (; u < units; u++) o[u] = (int8_t)mn_rq_clamp(&q2, (int32_t)acc[u], -128, 127);
             continue;
         }
