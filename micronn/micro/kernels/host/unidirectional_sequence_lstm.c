@@ -2,14 +2,20 @@
  * same symbol, same argument words.
  *
  * The four gates' rows follow each other (row gate * units + unit), 8 per block, so a block may hold two gates: the
- * requantization reads per-row multipliers and shifts, and blocks holding cell gate rows blend their activation
- * in by a row mask. Per call site the input and recurrent rows are repacked as int16 pairs (mn_host.h's layout) holding
- * w + w_off, the weight offset folded in (|w + w_off| < 2^15: one madd stays exact); the int32 sums wrap as the
- * portable kernel's. Per step and batch row: the input and the old hidden state widened to int16 once, all
- * blocks' sums, their requantizations to int16 (mnh_requant8, exact for multipliers >= 0), the int16 sigmoid /
- * tanh 8 lanes at a time (one gather reads a table entry and its successor), then the cell and hidden updates 8
- * units at a time. The state lives in padded per-row copies during the call and is written back at its end.
- * Multipliers < 0 or shifts beyond +-31 (never from QuantizeMultiplier) run the portable kernel.
+ * requantization reads per-row multipliers and shifts. Per call site the input and recurrent rows are repacked as
+ * int16 pairs (mn_host.h's layout) holding w + w_off, the weight offset folded in (|w + w_off| < 2^15: one madd
+ * stays exact); the int32 sums wrap as the portable kernel's. The activations are tables of every int16 value,
+ * filled once per call site by the portable kernel's own functions: the gate value of each pre-activation
+ * (sigmoid16(3 pre); on the cell gate's rows tanh16(3 pre) or pre) and tanh16 of each rescaled cell value, so
+ * they are its bytes by construction; scalar loads read them (AVX2 gathers were slower on the machines measured).
+ *
+ * The input products do not depend on the state: all steps' and batch rows' are summed first, two input rows per
+ * weight load, and kept requantized to int16 (mnh_requant8, exact for multipliers >= 0, or the folded form). Then
+ * per step, two batch rows at a time (one weight load for both): the recurrent sums, their requantization, the
+ * saturated sum with the input side's, the table entries; then per row the cell and hidden updates 8 units at a
+ * time. Rows are independent, and each row's operations are the reference's in its order. The state lives in
+ * padded per-row copies during the call and is written back at its end. Multipliers < 0 or shifts beyond +-31
+ * (never from QuantizeMultiplier) run the portable kernel.
  */
 #define mn_unidirectional_sequence_lstm_s8 mn_unidirectional_sequence_lstm_s8_portable
 #include "unidirectional_sequence_lstm.portable.inc"
@@ -24,13 +30,18 @@ typedef struct {
     int fold[2];            /* the input (0) / recurrent (1) products all RQ_FOLDED, else all general */
     int32_t *mult[2], *left[2], *right[2]; /* per row: the general requantization; or multiplier, e - 1 (folded) */
     int64_t *fc[2];         /* folded: per block, the even rows' then the odd rows' 2^30 + 2^(30+e) */
-    int32_t *cellmask;      /* per row: -1 on the cell gate's rows */
     int32_t rq[8][3][8];    /* per product (4 input, 4 recurrent): mult, left, right as 8 lanes */
     int32_t el[3][3][8];    /* forget * cell, input * cell gate, tanh(cell) * output: mult, left, right */
     int kind[11];           /* per product (8 gates', then the 3 above): RQ_GENERAL, RQ_FOLDED or RQ_HALF */
-    int16_t *gates;         /* the 4 * units gate values of one step (row r = gate * units + unit) */
-    int16_t *xw, *hw;       /* the widened input row (kx pairs); hidden rows widened (batch * 2 * kh) */
+    int16_t *gates;         /* the 4 * units gate values of one step, 2 batch rows (row r = gate * units + unit) */
+    int32_t *idx;           /* their table entries, the same rows */
+    int16_t *xw, *hw;       /* every input row widened (kx pairs each); hidden rows widened (batch * 2 * kh) */
+    int16_t *xq;            /* per input row: the input products requantized and saturated to int16 (rp each) */
     int16_t *cell;          /* batch * up */
+    int16_t *tc;            /* tanh of one row's new cell values (up) */
+    int16_t *lut_gate;      /* the gate value of each int16 pre: sigmoid, then (from 65536) the cell gate's */
+    int16_t *lut_cell;      /* tanh of each int16 cell value, rescaled as the reference */
+    int32_t *lut_off;       /* per row: where its table starts (32768, + 65536 on the cell gate's rows) */
 } lstm_pack;
 
 /* How one product is requantized: mnh_requant8 (general); for a multiplier > 2^30 and a right shift of 1..31
@@ -38,6 +49,7 @@ typedef struct {
  * of exactly 2^30 without a left shift (the cell update's products of two int16), the doubling high multiply is
  * floor((x + 1) / 2). */
 enum { RQ_GENERAL, RQ_FOLDED, RQ_HALF };
+enum { ROWS = 2, BLOCKS = 5 }; /* batch rows and 8-row blocks per register block of sums */
 
 static int rq_kind(int32_t mult, int32_t shift, int small) {
     if (mult == (1 << 30) && shift <= 0 && shift >= -31 && small) return RQ_HALF;
@@ -92,13 +104,30 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
     p->w_rec = (int16_t *)mnh_alloc((size_t)blocks * kh * 16 * sizeof(int16_t));
     p->b_in = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
     p->b_rec = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
-    p->gates = (int16_t *)mnh_alloc(((size_t)rp + 16) * sizeof(int16_t));
-    p->xw = (int16_t *)mnh_alloc(((size_t)2 * kx + 16) * sizeof(int16_t));
+    const size_t rows = (size_t)batch * MN_I(STEPS);
+    p->gates = (int16_t *)mnh_alloc((size_t)ROWS * (rp + 16) * sizeof(int16_t));
+    p->idx = (int32_t *)mnh_alloc((size_t)ROWS * rp * sizeof(int32_t));
+    p->xw = (int16_t *)mnh_alloc((rows * 2 * kx + 16) * sizeof(int16_t));
+    p->xq = (int16_t *)mnh_alloc(rows * rp * sizeof(int16_t));
     p->hw = (int16_t *)mnh_alloc(((size_t)batch * 2 * kh + 16) * sizeof(int16_t));
     p->cell = (int16_t *)mnh_alloc((size_t)batch * up * sizeof(int16_t));
-    p->cellmask = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
-    if (!p->w_in || !p->w_rec || !p->b_in || !p->b_rec || !p->gates || !p->xw || !p->hw || !p->cell || !p->cellmask)
+    p->tc = (int16_t *)mnh_alloc((size_t)up * sizeof(int16_t));
+    p->lut_gate = (int16_t *)mnh_alloc((2 * 65536 + 2) * sizeof(int16_t));
+    p->lut_cell = (int16_t *)mnh_alloc((65536 + 2) * sizeof(int16_t));
+    p->lut_off = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
+    if (!p->w_in || !p->w_rec || !p->b_in || !p->b_rec || !p->gates || !p->idx || !p->xw || !p->xq || !p->hw || !p->cell || !p->tc ||
+        !p->lut_gate || !p->lut_cell || !p->lut_off)
         return NULL;
+    { /* the portable kernel's own activations, once per int16 value */
+        const uint16_t *table = MN_P(const uint16_t, TABLE);
+        const int cell_tanh = MN_I(CELL_TANH), tanh_shift = MN_I(TANH_SHIFT);
+        const uint32_t tanh_mul = (uint32_t)MN_I(TANH_MUL), tanh_rnd = (uint32_t)MN_I(TANH_RND);
+        for (int32_t v = -32768; v <= 32767; v++) {
+            p->lut_gate[v + 32768] = sigmoid16(table, 3 * v);
+            p->lut_gate[v + 32768 + 65536] = cell_tanh ? tanh16(table, 3 * v) : (int16_t)v;
+            p->lut_cell[v + 32768] = tanh16(table, (int32_t)((uint32_t)v * tanh_mul + tanh_rnd) >> tanh_shift);
+        }
+    }
     for (int side = 0; side < 2; side++) {
         p->fold[side] = 1;
         for (int g = 0; g < GATES; g++) p->fold[side] &= p->kind[side * GATES + g] == RQ_FOLDED;
@@ -118,12 +147,14 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
         }
     }
     const int32_t *bias_in = MN_P(const int32_t, BIAS_IN), *bias_rec = MN_P(const int32_t, BIAS_REC);
+    for (int r = 0; r < rp; r++) p->lut_off[r] = 32768; /* padding rows: any int16 stays in the table */
     for (int g = 0; g < GATES; g++) {
         pack_gate(p->w_in, MN_P(const int8_t, W_IN + g), g, units, n_input, quant[3 * g + 2]);
         pack_gate(p->w_rec, MN_P(const int8_t, W_REC + g), g, units, units, quant[3 * (GATES + g) + 2]);
         for (int u = 0; u < units; u++) {
             const int r = g * units + u;
-            p->b_in[r] = bias_in[r], p->b_rec[r] = bias_rec[r], p->cellmask[r] = g == CELL_GATE ? -1 : 0;
+            p->b_in[r] = bias_in[r], p->b_rec[r] = bias_rec[r];
+            p->lut_off[r] = 32768 + (g == CELL_GATE ? 65536 : 0);
         }
     }
     mnh_keep(slot, args, p);
@@ -163,57 +194,22 @@ static inline __m256i sat16v(__m256i v) {
     return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_set1_epi32(-32768)), _mm256_set1_epi32(32767));
 }
 
-/* The table interpolated at a = |v| with `bits` fraction bits; `saturated` where a >> bits >= 255. */
-static inline __m256i interp8(const uint16_t *table, __m256i a, int bits, int32_t saturated) {
-    const __m256i whole = _mm256_srli_epi32(a, bits);
-    const __m256i past = _mm256_cmpgt_epi32(whole, _mm256_set1_epi32(254));
-    const __m256i idx = _mm256_andnot_si256(past, whole);
-    const __m256i pair = _mm256_i32gather_epi32((const int *)table, idx, 2); /* table[i] | table[i + 1] << 16 */
-    const __m256i lo = _mm256_and_si256(pair, _mm256_set1_epi32(0xFFFF)), hi = _mm256_srli_epi32(pair, 16);
-    const __m256i frac = _mm256_and_si256(a, _mm256_set1_epi32((1 << bits) - 1));
-    const __m256i r = _mm256_add_epi32(_mm256_slli_epi32(lo, bits), _mm256_mullo_epi32(frac, _mm256_sub_epi32(hi, lo)));
-    return _mm256_blendv_epi8(r, _mm256_set1_epi32(saturated), past);
-}
-
-/* TFLM's int16 sigmoid of v (8 lanes), Q0.15 in int32 lanes */
-static inline __m256i sigmoid8(const uint16_t *table, __m256i v) {
-    const __m256i r = interp8(table, _mm256_abs_epi32(v), 9, 0x7FFF << 10);
-    const __m256i neg = _mm256_cmpgt_epi32(_mm256_setzero_si256(), v);
-    const __m256i pos_r = _mm256_add_epi32(r, _mm256_set1_epi32(1 << 9));
-    const __m256i neg_r = _mm256_sub_epi32(_mm256_set1_epi32((1 << 25) + (1 << 9) - 1), r);
-    const __m256i y = _mm256_srli_epi32(_mm256_blendv_epi8(pos_r, neg_r, neg), 10);
-    return _mm256_srai_epi32(_mm256_slli_epi32(y, 16), 16); /* as int16 */
-}
-
-/* TFLM's int16 tanh of v (8 lanes) */
-static inline __m256i tanh8(const uint16_t *table, __m256i v) {
-    const __m256i r = interp8(table, _mm256_abs_epi32(v), 8, 0xFFFF << 8);
-    const __m256i neg = _mm256_cmpgt_epi32(_mm256_setzero_si256(), v);
-    const __m256i pos_r = _mm256_add_epi32(r, _mm256_set1_epi32(-(1 << 23) + (1 << 7)));
-    const __m256i neg_r = _mm256_sub_epi32(_mm256_set1_epi32((1 << 23) + (1 << 7) - 1), r);
-    const __m256i y = _mm256_srai_epi32(_mm256_blendv_epi8(pos_r, neg_r, neg), 8);
-    return _mm256_srai_epi32(_mm256_slli_epi32(y, 16), 16);
-}
-
-/* m (1..4) blocks' sums: acc[k] = bias + sum over kp pairs of x . w (blocks kp * 16 int16 apart) */
-__attribute__((always_inline)) static inline void dotsv(__m256i *acc, const int16_t *x, const int16_t *w, int kp,
-                                                       const int32_t *bias, const int m) {
-    for (int k = 0; k < m; k++) acc[k] = _mm256_loadu_si256((const __m256i *)(bias + 8 * k));
-    const int32_t *xp = (const int32_t *)x;
-    for (int j = 0; j < kp; j++) {
-        const __m256i xv = _mm256_set1_epi32(xp[j]);
-        for (int k = 0; k < m; k++)
-            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(xv, _mm256_loadu_si256(
-                                                  (const __m256i *)(w + ((size_t)k * kp + j) * 16))));
+/* R (1..ROWS) rows' sums for M (1..BLOCKS) blocks: acc[i * BLOCKS + k] = bias + sum over kp pairs of x[i] . w
+ * (blocks kp * 16 int16 apart), each weight vector loaded once for the R rows */
+__attribute__((always_inline)) static inline void dots_rm(__m256i *acc, const int16_t *const *x, const int16_t *w,
+                                                         int kp, const int32_t *bias, const int R, const int M) {
+    for (int k = 0; k < M; k++) {
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(bias + 8 * k));
+        for (int i = 0; i < R; i++) acc[i * BLOCKS + k] = b;
     }
-}
-
-static inline void sumsv(__m256i *acc, const int16_t *x, const int16_t *w, int kp, const int32_t *bias, int m) {
-    switch (m) {
-    case 1: dotsv(acc, x, w, kp, bias, 1); break;
-    case 2: dotsv(acc, x, w, kp, bias, 2); break;
-    case 3: dotsv(acc, x, w, kp, bias, 3); break;
-    default: dotsv(acc, x, w, kp, bias, 4); break;
+    const int32_t *x0 = (const int32_t *)x[0], *x1 = (const int32_t *)x[R > 1 ? 1 : 0];
+    for (int j = 0; j < kp; j++) {
+        const __m256i xv0 = _mm256_set1_epi32(x0[j]), xv1 = _mm256_set1_epi32(x1[j]);
+        for (int k = 0; k < M; k++) {
+            const __m256i wv = _mm256_loadu_si256((const __m256i *)(w + ((size_t)k * kp + j) * 16));
+            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(xv0, wv));
+            if (R > 1) acc[BLOCKS + k] = _mm256_add_epi32(acc[BLOCKS + k], _mm256_madd_epi16(xv1, wv));
+        }
     }
 }
 
@@ -238,32 +234,105 @@ static inline __m256i side_requant(const lstm_pack *p, int side, int b, __m256i 
                         _mm256_set1_epi32(-32768), _mm256_set1_epi32(32767));
 }
 
-/* the gate values of every row for input xw and hidden hw */
-static void gate_values(lstm_pack *p, const int16_t *xw, const int16_t *hw, const uint16_t *table, int cell_tanh,
-                        int units) {
-    const int cell0 = CELL_GATE * units, cell1 = cell0 + units; /* the cell gate's rows */
-    for (int b0 = 0; b0 < p->blocks; b0 += 4) {
-        const int m = p->blocks - b0 < 4 ? p->blocks - b0 : 4;
-        __m256i ax[4], ah[4];
-        sumsv(ax, xw, p->w_in + (size_t)b0 * p->kx * 16, p->kx, p->b_in + 8 * b0, m);
-        sumsv(ah, hw, p->w_rec + (size_t)b0 * p->kh * 16, p->kh, p->b_rec + 8 * b0, m);
-        for (int k = 0; k < m; k++) {
-            const int b = b0 + k, r0 = 8 * b, r1 = r0 + 8;
-            const __m256i pre = sat16v(_mm256_add_epi32(side_requant(p, 0, b, ax[k]), side_requant(p, 1, b, ah[k])));
-            const __m256i v = _mm256_add_epi32(pre, _mm256_add_epi32(pre, pre));
-            const int any_cell = r1 > cell0 && r0 < cell1, all_cell = r0 >= cell0 && r1 <= cell1;
-            __m256i y = all_cell ? pre : sigmoid8(table, v);
-            if (any_cell) {
-                const __m256i c = cell_tanh ? tanh8(table, v) : pre;
-                y = all_cell ? c : _mm256_blendv_epi8(y, c, _mm256_loadu_si256((const __m256i *)(p->cellmask + r0)));
-            }
-            const __m128i y16 = _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
-            _mm_storeu_si128((__m128i *)(p->gates + r0), y16);
-        }
-    }
+static inline void store16(int16_t *dst, __m256i y) {
+    _mm_storeu_si128((__m128i *)dst, _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
 }
 
 static inline __m256i load16(const int16_t *p) { return _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)p)); }
+
+/* the int16 table entries at idx (int32 lanes, sign-extended): one gather of each entry and its successor */
+static inline __m256i lut16(const int16_t *lut, __m256i idx) {
+    const __m256i pair = _mm256_i32gather_epi32((const int *)lut, idx, 2);
+    return _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
+}
+
+/* The input products of R input rows (widened: x[i]) for blocks b0..b0+M, requantized: q[i] + 8 * b (rp each) */
+__attribute__((always_inline)) static inline void input_block(const lstm_pack *p, const int16_t *const *x,
+                                                             int16_t *const *q, int b0, const int R, const int M) {
+    __m256i acc[ROWS * BLOCKS];
+    dots_rm(acc, x, p->w_in + (size_t)b0 * p->kx * 16, p->kx, p->b_in + 8 * b0, R, M);
+    for (int i = 0; i < R; i++)
+        for (int k = 0; k < M; k++) store16(q[i] + 8 * (b0 + k), side_requant(p, 0, b0 + k, acc[i * BLOCKS + k]));
+}
+
+/* The gate values of R batch rows (hidden h[i], requantized input products xq[i]) for blocks b0..b0+M: g[i] */
+__attribute__((always_inline)) static inline void gate_block(const lstm_pack *p, const int16_t *const *h,
+                                                            const int16_t *const *xq, int16_t *const *g, int b0,
+                                                            const int R, const int M) {
+    __m256i acc[ROWS * BLOCKS];
+    dots_rm(acc, h, p->w_rec + (size_t)b0 * p->kh * 16, p->kh, p->b_rec + 8 * b0, R, M);
+    for (int i = 0; i < R; i++)
+        for (int k = 0; k < M; k++) {
+            const int r = 8 * (b0 + k);
+            const __m256i pre = sat16v(_mm256_add_epi32(load16(xq[i] + r), side_requant(p, 1, b0 + k, acc[i * BLOCKS + k])));
+            _mm256_storeu_si256((__m256i *)(p->idx + (size_t)i * 8 * p->blocks + r),
+                                _mm256_add_epi32(pre, _mm256_loadu_si256((const __m256i *)(p->lut_off + r))));
+        }
+}
+
+#define MN_RM_CASES(CALL)                                                                                          \
+    switch ((R - 1) * BLOCKS + M - 1) {                                                                            \
+    case 0: CALL(1, 1); break;                                                                                     \
+    case 1: CALL(1, 2); break;                                                                                     \
+    case 2: CALL(1, 3); break;                                                                                     \
+    case 3: CALL(1, 4); break;                                                                                     \
+    case 4: CALL(1, 5); break;                                                                                     \
+    case 5: CALL(2, 1); break;                                                                                     \
+    case 6: CALL(2, 2); break;                                                                                     \
+    case 7: CALL(2, 3); break;                                                                                     \
+    case 8: CALL(2, 4); break;                                                                                     \
+    default: CALL(2, 5); break;                                                                                    \
+    }
+
+static void input_rows(const lstm_pack *p, const int16_t *const *x, int16_t *const *q, int R) {
+    for (int b0 = 0; b0 < p->blocks; b0 += BLOCKS) {
+        const int M = p->blocks - b0 < BLOCKS ? p->blocks - b0 : BLOCKS;
+#define MN_IN_CALL(r, m) input_block(p, x, q, b0, r, m)
+        MN_RM_CASES(MN_IN_CALL)
+#undef MN_IN_CALL
+    }
+}
+
+static void gate_rows(const lstm_pack *p, const int16_t *const *h, const int16_t *const *xq, int16_t *const *g, int R) {
+    for (int b0 = 0; b0 < p->blocks; b0 += BLOCKS) {
+        const int M = p->blocks - b0 < BLOCKS ? p->blocks - b0 : BLOCKS;
+#define MN_GATE_CALL(r, m) gate_block(p, h, xq, g, b0, r, m)
+        MN_RM_CASES(MN_GATE_CALL)
+#undef MN_GATE_CALL
+    }
+}
+
+
+/* The cell and hidden updates of one batch row from its gate values g: cell c, hidden hw, output row o */
+static inline void update_row(const lstm_pack *p, const int16_t *g, int16_t *c, int16_t *hw, int8_t *o, int units,
+                              __m256i clip_lo, __m256i clip_hi, int32_t hidden_zp) {
+    const int16_t *gf = g + FORGET * units, *gi = g + INPUT_GATE * units;
+    const int16_t *gc = g + CELL_GATE * units, *go = g + OUTPUT_GATE * units;
+    for (int u = 0; u < p->up; u += 8) {
+        const __m256i kept = requantv(_mm256_mullo_epi32(load16(gf + u), load16(c + u)), p->el[0], p->kind[8], 0,
+                                      -32768, 32767);
+        const __m256i added = requantv(_mm256_mullo_epi32(load16(gi + u), load16(gc + u)), p->el[1], p->kind[9], 0,
+                                       -32768, 32767);
+        const __m256i cell = _mm256_min_epi32(_mm256_max_epi32(sat16v(_mm256_add_epi32(kept, added)), clip_lo), clip_hi);
+        store16(c + u, cell);
+    }
+    int16_t *tcs = p->tc;
+    for (int u = 0; u < p->up; u++) tcs[u] = p->lut_cell[c[u] + 32768];
+    for (int u = 0; u < p->up; u += 8) {
+        const __m256i tc = load16(tcs + u);
+        const __m256i h = requantv(_mm256_mullo_epi32(tc, load16(go + u)), p->el[2], p->kind[10], hidden_zp, -128, 127);
+        const __m128i h16 = _mm_packs_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        const int n = units - u < 8 ? units - u : 8;
+        if (n == 8) {
+            _mm_storeu_si128((__m128i *)(hw + u), h16);
+            _mm_storel_epi64((__m128i *)(o + u), _mm_packs_epi16(h16, h16));
+        } else {
+            int16_t tmp[8];
+            _mm_storeu_si128((__m128i *)tmp, h16);
+            for (int j = 0; j < n; j++) hw[u + j] = tmp[j], o[u + j] = (int8_t)tmp[j];
+        }
+    }
+}
 
 void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
     lstm_pack *p = lstm_prepare(args);
@@ -275,51 +344,49 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
     const int8_t *in = MN_P(const int8_t, IN);
     int8_t *hidden_all = MN_P(int8_t, HIDDEN);
     int16_t *cell_all = MN_P(int16_t, CELL);
-    const uint16_t *table = MN_P(const uint16_t, TABLE);
     const int batch = MN_I(BATCH), steps = MN_I(STEPS), n_input = MN_I(N_INPUT), units = MN_I(UNITS);
-    const int time_major = MN_I(TIME_MAJOR), cell_tanh = MN_I(CELL_TANH), up = p->up, kh = p->kh;
+    const int time_major = MN_I(TIME_MAJOR), up = p->up, kh = p->kh, kx = p->kx, rp = 8 * p->blocks;
+    const int rows = batch * steps, gs = rp + 16;
     const int32_t clip = MN_I(USE_CLIP) ? MN_I(CLIP) : 32767, hidden_zp = MN_I(HIDDEN_ZP);
-    const __m256i tanh_mul = _mm256_set1_epi32(MN_I(TANH_MUL)), tanh_rnd = _mm256_set1_epi32(MN_I(TANH_RND));
-    const __m128i tanh_shift = _mm_cvtsi32_si128(MN_I(TANH_SHIFT));
     const __m256i clip_lo = _mm256_set1_epi32(-clip), clip_hi = _mm256_set1_epi32(clip);
-    const int16_t *gf = p->gates + FORGET * units, *gi = p->gates + INPUT_GATE * units;
-    const int16_t *gc = p->gates + CELL_GATE * units, *go = p->gates + OUTPUT_GATE * units;
 
+    /* every input row's products first (they do not depend on the state): each weight load serves ROWS rows */
+    for (int r = 0; r < rows; r++) mnh_widen(p->xw + (size_t)r * 2 * kx, in + (size_t)r * n_input, n_input);
+    for (int r = 0; r < rows; r += ROWS) {
+        const int R = rows - r < ROWS ? rows - r : ROWS;
+        const int16_t *x[ROWS];
+        int16_t *q[ROWS];
+        for (int i = 0; i < ROWS; i++) {
+            const int k = i < R ? r + i : r;
+            x[i] = p->xw + (size_t)k * 2 * kx, q[i] = p->xq + (size_t)k * rp;
+        }
+        input_rows(p, x, q, R);
+    }
     for (int b = 0; b < batch; b++) { /* the state into the padded copies */
         int16_t *hw = p->hw + (size_t)b * 2 * kh, *c = p->cell + (size_t)b * up;
         for (int u = 0; u < 2 * kh; u++) hw[u] = u < units ? hidden_all[(size_t)b * units + u] : 0;
         for (int u = 0; u < up; u++) c[u] = u < units ? cell_all[(size_t)b * units + u] : 0;
     }
     for (int t = 0; t < steps; t++) {
-        for (int b = 0; b < batch; b++) {
-            const int row = time_major ? t * batch + b : b * steps + t;
-            int16_t *hw = p->hw + (size_t)b * 2 * kh, *c = p->cell + (size_t)b * up;
-            int8_t *o = out + (size_t)row * units;
-            mnh_widen(p->xw, in + (size_t)row * n_input, n_input);
-            gate_values(p, p->xw, hw, table, cell_tanh, units);
-            for (int u = 0; u < up; u += 8) {
-                const __m256i kept = requantv(_mm256_mullo_epi32(load16(gf + u), load16(c + u)), p->el[0], p->kind[8], 0, -32768,
-                                             32767);
-                const __m256i added = requantv(_mm256_mullo_epi32(load16(gi + u), load16(gc + u)), p->el[1], p->kind[9], 0,
-                                              -32768, 32767);
-                const __m256i cell = _mm256_min_epi32(_mm256_max_epi32(sat16v(_mm256_add_epi32(kept, added)), clip_lo),
-                                                      clip_hi);
-                const __m128i c16 = _mm_packs_epi32(_mm256_castsi256_si128(cell), _mm256_extracti128_si256(cell, 1));
-                _mm_storeu_si128((__m128i *)(c + u), c16);
-                const __m256i v = _mm256_sra_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cell, tanh_mul), tanh_rnd),
-                                                   tanh_shift);
-                const __m256i h = requantv(_mm256_mullo_epi32(tanh8(table, v), load16(go + u)), p->el[2], p->kind[10], hidden_zp,
-                                          -128, 127);
-                const __m128i h16 = _mm_packs_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-                const int n = units - u < 8 ? units - u : 8;
-                if (n == 8) {
-                    _mm_storeu_si128((__m128i *)(hw + u), h16);
-                    _mm_storel_epi64((__m128i *)(o + u), _mm_packs_epi16(h16, h16));
-                } else {
-                    int16_t tmp[8];
-                    _mm_storeu_si128((__m128i *)tmp, h16);
-                    for (int j = 0; j < n; j++) hw[u + j] = tmp[j], o[u + j] = (int8_t)tmp[j];
-                }
+        for (int b = 0; b < batch; b += ROWS) {
+            const int R = batch - b < ROWS ? batch - b : ROWS;
+            const int16_t *h[ROWS], *xq[ROWS];
+            int16_t *g[ROWS];
+            for (int i = 0; i < ROWS; i++) {
+                const int bi = i < R ? b + i : b, row = time_major ? t * batch + bi : bi * steps + t;
+                h[i] = p->hw + (size_t)bi * 2 * kh, xq[i] = p->xq + (size_t)row * rp, g[i] = p->gates + (size_t)i * gs;
+            }
+            gate_rows(p, h, xq, g, R);
+            for (int i = 0; i < R; i++) { /* the activations: scalar loads of the tables beat AVX2 gathers here */
+                int16_t *gi = g[i];
+                const int32_t *idx = p->idx + (size_t)i * rp;
+                const int16_t *lut = p->lut_gate;
+                for (int r = 0; r < rp; r++) gi[r] = lut[idx[r]];
+            }
+            for (int i = 0; i < R; i++) {
+                const int bi = b + i, row = time_major ? t * batch + bi : bi * steps + t;
+                update_row(p, g[i], p->cell + (size_t)bi * up, p->hw + (size_t)bi * 2 * kh, out + (size_t)row * units,
+                           units, clip_lo, clip_hi, hidden_zp);
             }
         }
     }
