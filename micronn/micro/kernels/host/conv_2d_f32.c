@@ -20,6 +20,7 @@
 typedef struct {
     float *w;    /* [out_c / 8 blocks][fh * fw * fc][8], zero past the last channel */
     float *bias; /* padded to whole blocks (0 without a bias) */
+    int *off;    /* [fh * fw * fc]: each tap's input offset from its window's first (a window inside the input) */
 } fconv_pack;
 
 static const fconv_pack *fconv_prepare(const mn_word *args) {
@@ -32,7 +33,11 @@ static const fconv_pack *fconv_prepare(const mn_word *args) {
     if (!p) return NULL;
     p->w = (float *)mnh_alloc((size_t)blocks * k * 8 * sizeof(float));
     p->bias = (float *)mnh_alloc((size_t)blocks * 8 * sizeof(float));
-    if (!p->w || !p->bias) return NULL;
+    p->off = (int *)mnh_alloc((size_t)k * sizeof(int));
+    if (!p->w || !p->bias || !p->off) return NULL;
+    const int in_c = MN_I(IN_C), row = MN_I(IN_W) * in_c, fw = MN_I(F_W);
+    for (int i = 0; i < k; i++) /* i = (fy * fw + fx) * in_c + c */
+        p->off[i] = (i / (fw * in_c)) * MN_I(D_H) * row + (i / in_c % fw) * MN_I(D_W) * in_c + i % in_c;
     for (int oc = 0; oc < out_c; oc++) {
         for (int i = 0; i < k; i++) p->w[((size_t)(oc / 8) * k + i) * 8 + oc % 8] = filter[(size_t)oc * k + i];
         if (bias) p->bias[oc] = bias[oc];
@@ -49,8 +54,9 @@ static inline __m256 fclamp(__m256 x, __m256 lo, __m256 hi) {
 
 typedef struct {
     const float *w, *bias; /* packed filter and bias */
+    const int *off;        /* the taps' input offsets (fconv_pack.off) */
     const float *lo, *hi;
-    int k, in_c, fw, dw, has_bias;
+    int k, in_c, fh, fw, dw, has_bias;
     size_t x_step, w_step; /* floats between two pixels' inputs (stride * in_c), between two blocks' weights */
 } fconv_call;
 
@@ -166,6 +172,97 @@ static void fconv_pixels(const fconv_call *cc, const float *const *x_rows, int n
 #undef TILE
 }
 
+/* ---- windows inside the input: runs of pixels of a row, without per-tile setup ----------------------------------
+ * P pixels (windows at x + p * x_step, outputs at o + p * out_c) x B blocks from block bl: each lane's sum over
+ * every tap in the portable order, as one run over the taps' offsets (fconv_pack.off). */
+__attribute__((always_inline)) static inline void fconv_flat(const fconv_call *cc, const float *x, float *o, int out_c,
+                                                             int bl, const int P, const int B) {
+    __m256 acc[P * B];
+    const size_t xs = cc->x_step, ws = cc->w_step;
+    const float *w0 = cc->w + (size_t)bl * ws;
+    const int *off = cc->off, k = cc->k;
+#define FLAT(ADD, MUL)                                                                                             \
+    do {                                                                                                           \
+        for (int i = 0; i < P * B; i++) acc[i] = _mm256_setzero_ps();                                              \
+        for (int t = 0; t < k; t++) {                                                                              \
+            const float *xt = x + off[t], *wt = w0 + (size_t)t * 8;                                                \
+            __m256 wv[B];                                                                                          \
+            for (int j = 0; j < B; j++) wv[j] = _mm256_loadu_ps(wt + j * ws);                                      \
+            for (int p = 0; p < P; p++) {                                                                          \
+                const __m256 v = _mm256_broadcast_ss(xt + p * xs);                                                 \
+                for (int j = 0; j < B; j++) acc[p * B + j] = ADD(acc[p * B + j], MUL(v, wv[j]));                   \
+            }                                                                                                      \
+        }                                                                                                          \
+    } while (0)
+    FLAT(_mm256_add_ps, _mm256_mul_ps);
+    /* any NaN among the sums (an unordered compare of two is true where either is a NaN) */
+    __m256 nan = _mm256_cmp_ps(acc[0], acc[P * B - 1], _CMP_UNORD_Q);
+    for (int i = 1; i + 1 < P * B; i += 2) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i + 1], _CMP_UNORD_Q));
+    const int exact = _mm256_movemask_ps(nan) != 0;
+    if (exact) FLAT(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
+#undef FLAT
+    const __m256 lo = _mm256_set1_ps(*cc->lo), hi = _mm256_set1_ps(*cc->hi);
+    for (int j = 0; j < B; j++) {
+        const int c0 = (bl + j) * 8;
+        const __m256 bias = _mm256_loadu_ps(cc->bias + c0);
+        for (int p = 0; p < P; p++) {
+            __m256 y = acc[p * B + j];
+            if (cc->has_bias) y = exact ? mnh_add_ps(y, bias) : _mm256_add_ps(y, bias);
+            y = fclamp(y, lo, hi);
+            float *dst = o + (size_t)p * out_c + c0;
+            if (c0 + 8 <= out_c) {
+                _mm256_storeu_ps(dst, y);
+            } else {
+                float tail[8];
+                _mm256_storeu_ps(tail, y);
+                for (int i = 0; c0 + i < out_c; i++) dst[i] = tail[i];
+            }
+        }
+    }
+}
+
+/* P pixels, all blocks (4 at a time, then the last 1 to 3) */
+__attribute__((always_inline)) static inline void fconv_flat_blocks(const fconv_call *cc, const float *x, float *o,
+                                                                    int out_c, const int P) {
+    const int blocks = mnh_blocks8(out_c);
+    int bl = 0;
+    for (; bl + 4 <= blocks; bl += 4) fconv_flat(cc, x, o, out_c, bl, P, 4);
+    switch (blocks - bl) {
+    case 3: fconv_flat(cc, x, o, out_c, bl, P, 3); break;
+    case 2: fconv_flat(cc, x, o, out_c, bl, P, 2); break;
+    case 1: fconv_flat(cc, x, o, out_c, bl, P, 1); break;
+    default: break;
+    }
+}
+
+/* n pixels of a row whose windows lie inside the input (the first's window at x, its output at o): tiles of
+ * 8 x 1, 6 x 2, 4 x 3 or 3 x 4 blocks, the last pixels in one smaller tile */
+static void fconv_flat_run(const fconv_call *cc, const float *x, float *o, int out_c, int n) {
+    const int blocks = mnh_blocks8(out_c);
+    const size_t xs = cc->x_step;
+    int i = 0;
+#define RUN(P, B)                                                                                                  \
+    for (; i + P <= n; i += P) fconv_flat(cc, x + i * xs, o + (size_t)i * out_c, out_c, 0, P, B)
+#define REST(P, B)                                                                                                 \
+    case P: fconv_flat(cc, x + i * xs, o + (size_t)i * out_c, out_c, 0, P, B); break
+    if (blocks == 1) {
+        RUN(7, 1);
+        switch (n - i) { REST(6, 1); REST(5, 1); REST(4, 1); REST(3, 1); REST(2, 1); REST(1, 1); default: break; }
+    } else if (blocks == 2) {
+        RUN(6, 2);
+        switch (n - i) { REST(5, 2); REST(4, 2); REST(3, 2); REST(2, 2); REST(1, 2); default: break; }
+    } else if (blocks == 3) {
+        RUN(4, 3);
+        switch (n - i) { REST(3, 3); REST(2, 3); REST(1, 3); default: break; }
+    } else {
+        for (; i + 3 <= n; i += 3) fconv_flat_blocks(cc, x + i * xs, o + (size_t)i * out_c, out_c, 3);
+        if (n - i == 2) fconv_flat_blocks(cc, x + i * xs, o + (size_t)i * out_c, out_c, 2);
+        if (n - i == 1) fconv_flat_blocks(cc, x + i * xs, o + (size_t)i * out_c, out_c, 1);
+    }
+#undef RUN
+#undef REST
+}
+
 /* the pixels of a tile of blocks (8 x 1, 6 x 2, 4 x 3, 3 x more) */
 static inline int fconv_tile_pixels(int out_c) {
     const int blocks = mnh_blocks8(out_c);
@@ -191,7 +288,7 @@ void mn_conv_2d_f32(const mn_word *args) {
     const int dh = MN_I(D_H), dw = MN_I(D_W), pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L), stage = MN_I(STAGE);
     const float lo = mn_f32_arg(args, ACT_MIN), hi = mn_f32_arg(args, ACT_MAX);
     const int k = fh * fw * in_c, tp = fconv_tile_pixels(out_c);
-    const fconv_call cc = {p->w, p->bias, &lo, &hi, k, in_c, fw, dw, MN_P(const float, BIAS) != NULL,
+    const fconv_call cc = {p->w, p->bias, p->off, &lo, &hi, k, in_c, fh, fw, dw, MN_P(const float, BIAS) != NULL,
                            (size_t)sw * in_c, (size_t)k * 8};
     /* a streamed output (stage): a tile's pixels stored once all are done, directly when one tile call sums all
      * their channels before storing any */
@@ -214,6 +311,12 @@ void mn_conv_2d_f32(const mn_word *args) {
             float *out_row = out + ((size_t)b * out_h + oy) * out_w * out_c;
             for (int ox = 0; ox < out_w;) {
                 const int ix0 = ox * sw - pad_l;
+                if (!staging && nr == fh && ox == in_lo && in_hi > in_lo) { /* the row's windows inside the input */
+                    fconv_flat_run(&cc, image + (size_t)iy0 * in_w * in_c + (ptrdiff_t)ix0 * in_c,
+                                   out_row + (size_t)ox * out_c, out_c, in_hi - in_lo);
+                    ox = in_hi;
+                    continue;
+                }
                 int fx0 = 0, fx1 = fw, pixels = 1;
                 if (ox >= in_lo && ox < in_hi) { /* every tap: a tile of up to tp pixels */
                     pixels = in_hi - ox < tp ? in_hi - ox : tp;
