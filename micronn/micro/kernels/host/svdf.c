@@ -20,6 +20,8 @@
 #if defined(MNH_AVX2)
 typedef struct {
     mnh_rq8 o8;      /* the output's requantization (rank 1) as vectors */
+    __m256i o_mask, o_half; /* its right shift's 2^e - 1 and (2^e - 1) / 2 */
+    __m128i o_left, o_right; /* its shifts as counts */
     mnh_rq8 s8;      /* the state's (zero point 0, clamped to int16), for the general path */
     __m256i fold_m, fold_c8; /* the folded path's multiplier and 2^30 + 2^(30+e), broadcast */
     int kp, blocks;
@@ -88,6 +90,9 @@ static svdf_pack *svdf_prepare(const mn_word *args) {
     p->fold_mult = m1, p->fold_e1 = -s1 - 1, p->fold_c = ((int64_t)1 << 30) + ((int64_t)1 << (30 - s1));
     p->fold_m = _mm256_set1_epi32(m1), p->fold_c8 = _mm256_set1_epi64x(p->fold_c);
     p->o8 = rq8_tensor(&p->q2, MN_I(OUT_ZP), -128, 127);
+    p->o_mask = _mm256_set1_epi32((int32_t)((1u << p->q2.right[0]) - 1u));
+    p->o_half = _mm256_srai_epi32(p->o_mask, 1);
+    p->o_left = _mm_cvtsi32_si128(p->q2.left[0]), p->o_right = _mm_cvtsi32_si128(p->q2.right[0]);
     p->s8 = rq8_tensor(&p->q1, 0, -32768, 32767);
     unpair(rows, args);
     mnh_pack_rows8(p->w, rows, filters, depth, (size_t)depth);
@@ -123,6 +128,20 @@ __attribute__((always_inline)) static inline __m128i state8(const svdf_pack *p, 
     y = _mm256_add_epi32(y, zp16);
     y = _mm256_srai_epi32(_mm256_slli_epi32(y, 16), 16);
     return _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+}
+
+/* mnh_requant8r for the output's per-tensor multiplier and shift (the same steps, the shifts uniform and the
+ * rounding mask set up once) */
+__attribute__((always_inline)) static inline __m256i out8(const svdf_pack *p, __m256i acc) {
+    const __m256i x = _mm256_sll_epi32(acc, p->o_left), m = p->o8.mult, nudge = _mm256_set1_epi64x((int64_t)1 << 30);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, m), nudge);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), nudge);
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    const __m256i threshold = _mm256_sub_epi32(p->o_half, _mm256_srai_epi32(h, 31));
+    __m256i y = _mm256_sub_epi32(_mm256_sra_epi32(h, p->o_right),
+                                 _mm256_cmpgt_epi32(_mm256_and_si256(h, p->o_mask), threshold));
+    y = _mm256_min_epi32(_mm256_max_epi32(y, p->o8.lo_zp), p->o8.hi_zp);
+    return _mm256_add_epi32(y, p->o8.zp);
 }
 
 /* R batch rows (x: their widened inputs, 2 kp int16 apart) times M blocks of 8 filters from block b0: each weight
@@ -353,15 +372,15 @@ void mn_svdf_s8(const mn_word *args) {
         const uint32_t *acc = p->acc;
         size_t i = 0;
         for (; i + 16 <= total; i += 16) {
-            const __m256i y0 = mnh_requant8r(_mm256_loadu_si256((const __m256i *)(acc + i)), &p->o8);
-            const __m256i y1 = mnh_requant8r(_mm256_loadu_si256((const __m256i *)(acc + i + 8)), &p->o8);
+            const __m256i y0 = out8(p, _mm256_loadu_si256((const __m256i *)(acc + i)));
+            const __m256i y1 = out8(p, _mm256_loadu_si256((const __m256i *)(acc + i + 8)));
             const __m128i w0 = _mm_packs_epi32(_mm256_castsi256_si128(y0), _mm256_extracti128_si256(y0, 1));
             const __m128i w1 = _mm_packs_epi32(_mm256_castsi256_si128(y1), _mm256_extracti128_si256(y1, 1));
             _mm_storeu_si128((__m128i *)(out + i), _mm_packs_epi16(w0, w1));
         }
         if (i < total)
             _mm_storel_epi64((__m128i *)(out + i),
-                             mnh_bytes8(mnh_requant8r(_mm256_loadu_si256((const __m256i *)(acc + i)), &p->o8)));
+                             mnh_bytes8(out8(p, _mm256_loadu_si256((const __m256i *)(acc + i)))));
         return;
     }
     for (int b = 0; b < batches; b++) {
@@ -371,7 +390,7 @@ void mn_svdf_s8(const mn_word *args) {
             int u = 0;
             for (; u + 8 <= units; u += 8)
                 _mm_storel_epi64((__m128i *)(o + u),
-                                 mnh_bytes8(mnh_requant8r(_mm256_loadu_si256((const __m256i *)(acc + u)), &p->o8)));
+                                 mnh_bytes8(out8(p, _mm256_loadu_si256((const __m256i *)(acc + u)))));
             for (; u < units; u++) o[u] = (int8_t)mn_rq_clamp(&q2, (int32_t)acc[u], -128, 127);
             continue;
         }
