@@ -7,6 +7,7 @@ products overflow."""
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +174,61 @@ def test_models(name: str) -> None:
     path = MODELS / f"{name}.tflite"
     data = (path if path.exists() else EXTRA / f"{name}.tflite").read_bytes()
     assert_lanes_same(data, LANES, wheel=3)
+
+
+FULL_POOLS = [
+    {"h": 13, "w": 13, "c": 16},  # float_cnn's average pool
+    {"h": 9, "w": 11, "c": 8, "act": 1},
+    {"h": 7, "w": 8, "c": 40, "fh": 3, "fw": 2, "stride": (2, 1), "act": 3},
+    {"h": 6, "w": 6, "c": 24, "fh": 6, "fw": 6, "stride": (1, 1)},
+]
+
+
+@pytest.mark.parametrize("op", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
+@pytest.mark.parametrize("case", FULL_POOLS, ids=_id)
+def test_full_window_pools_specials(op: str, case: dict) -> None:
+    """Windows inside the input (host/pool_2d_f32.c's pool_full) on NaN-dense inputs (both signs), zeros of both
+    signs, infinities: the ports' bytes are the wheel's, the portable kernels' and, on 3 rows, their own one-sample
+    bytes."""
+    data = pool(op=op, kind="float32", **case)
+    one = NativeModel(data)
+    shape = one.inputs[0].shape
+    rng = np.random.default_rng(5)
+    specials = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, np.finfo(np.float32).min, 1.5, -0.25],
+                        np.float32)
+    x = specials[rng.integers(0, len(specials), (6, *shape[1:]))][:, None]
+    x[0, 0] = -0.0
+    x[1, 0] = np.nan
+    ref, portable = _Tflm(data), NativeModel(data, host_ports=False)
+    twin = NativeModel(twin_model(read(data), 3))
+    rows = _invoke_rows(twin, x[:, 0], 3)
+    for i in range(len(x)):
+        got = one.run([x[i]])[0]
+        assert got.tobytes() == ref.run([x[i]])[0].tobytes(), i
+        assert got.tobytes() == portable.run([x[i]])[0].tobytes(), i
+        assert rows[i:i + 1].tobytes() == got.tobytes(), i
+
+
+@pytest.mark.parametrize("average", [True, False], ids=["average", "max"])
+@pytest.mark.parametrize("c,k,s", [(8, 2, 2), (16, 2, 2), (24, 3, 1), (32, 2, 1), (40, 2, 2)])
+def test_full_window_pools_streamed_over_the_input(average: bool, c: int, k: int, s: int) -> None:
+    """`stage` with the output laid on the input (float_cnn's pools): each pixel's taps (up to 32 channels) read
+    before it is stored; more channels take the general loop."""
+    from test_native_ports_f32 import _f32_word, _kernel_library
+
+    lib, rng = _kernel_library("pool_2d_f32"), np.random.default_rng(c + k)
+    h, w = 9, 12
+    oh, ow = (h - k) // s + 1, (w - k) // s + 1
+    x = rng.uniform(-2, 2, (2, h, w, c)).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    name = "mn_average_pool_2d_f32" if average else "mn_max_pool_2d_f32"
+    results = []
+    for fn in (f"{name}_portable", name):
+        arena = np.zeros(x.size + 64, np.float32)
+        arena[:x.size] = x.ravel()
+        ptr = arena.ctypes.data
+        words = [ptr, ptr, 2, h, w, c, oh, ow, k, k, s, s, 0, 0, _f32_word(-1.5), _f32_word(1.5), 1]
+        args = np.array(words, np.uint64)
+        getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
+        results.append(arena[:2 * oh * ow * c].copy())
+    assert results[0].tobytes() == results[1].tobytes()

@@ -101,8 +101,9 @@ __attribute__((always_inline)) static inline void ffc_rows(const ffc_pack *p, co
     }
 }
 
-/* the rows of a tile of B blocks: 8 x 1, 6 x 2, 4 x 3, 3 x 4 (up to 12 sums in flight) */
-static inline int ffc_tile_rows(int b) { return b == 1 ? 8 : b == 2 ? 6 : b == 3 ? 4 : 3; }
+/* the rows of a tile of B blocks: 8 x 1, 6 x 2, 3 x 3, 2 x 4 (8 to 12 sums in flight, with the weights and a
+ * broadcast input within the 16 vector registers) */
+static inline int ffc_tile_rows(int b) { return b == 1 ? 8 : b == 2 ? 6 : b == 3 ? 3 : 2; }
 
 void mn_fully_connected_f32(const mn_word *args) {
     const ffc_pack *p = ffc_prepare(args);

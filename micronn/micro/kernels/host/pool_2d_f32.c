@@ -72,47 +72,79 @@ __attribute__((always_inline)) static inline void pool_host(const mn_word *args,
         }
 }
 
-void mn_average_pool_2d_f32(const mn_word *args) { pool_host(args, 1); }
+/* One output pixel's V vectors of 8 channels (window at x, rows `row` floats apart, channels c floats apart per
+ * tap), every vector's taps read before any is stored: the sum from +0.0 adding one tap at a time row by row, then
+ * divided by the count (average), or the maximum replaced only where it is less than the tap (so NaNs never win and
+ * the first of equal zeros stays); then the clamp. */
+__attribute__((always_inline)) static inline void pool_pixel(const float *x, float *o, size_t row, int c, int fh,
+                                                             int fw, __m256 count, __m256 lo, __m256 hi,
+                                                             const int average, const int V) {
+    __m256 acc[V];
+    for (int v = 0; v < V; v++) acc[v] = average ? _mm256_setzero_ps() : _mm256_set1_ps(MN_F32_LOWEST);
+#define TAP(t)                                                                                                     \
+    for (int v = 0; v < V; v++)                                                                                    \
+        acc[v] = average ? mnh_add_ps(acc[v], _mm256_loadu_ps((t) + 8 * v)) : _mm256_max_ps(_mm256_loadu_ps((t) + 8 * v), acc[v])
+    if (fh == 2 && fw == 2) {
+        TAP(x);
+        TAP(x + c);
+        TAP(x + row);
+        TAP(x + row + c);
+    } else {
+        for (int y = 0; y < fh; y++)
+            for (int k = 0; k < fw; k++) TAP(x + y * row + (size_t)k * c);
+    }
+#undef TAP
+    for (int v = 0; v < V; v++) {
+        __m256 y = average ? _mm256_div_ps(acc[v], count) : acc[v];
+        y = _mm256_blendv_ps(y, lo, _mm256_cmp_ps(y, lo, _CMP_LT_OQ));
+        y = _mm256_blendv_ps(y, hi, _mm256_cmp_ps(hi, y, _CMP_LT_OQ));
+        _mm256_storeu_ps(o + 8 * v, y);
+    }
+}
 
-/* MAX_POOL_2D where every window lies inside the input (no padding reached) and the channels are whole vectors
- * (any count unstreamed; 8 when the output is streamed over the input, each pixel's one vector stored after all its
- * taps are read): the same per-lane steps as pool_host, without its per-pixel window bounds. */
-static int max_pool_full(const mn_word *args) {
+/* The pools where every window lies inside the input (no padding reached) and the channels are whole vectors (any
+ * count unstreamed; up to 32 when the output is streamed over the input: a pixel's vectors are stored after all its
+ * taps are read): the same per-lane steps as pool_host, without its per-pixel window bounds. 0: not such a call. */
+__attribute__((always_inline)) static inline int pool_full(const mn_word *args, const int average) {
     const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), c = MN_I(C), out_h = MN_I(OUT_H);
     const int out_w = MN_I(OUT_W), fh = MN_I(F_H), fw = MN_I(F_W), sh = MN_I(S_H), sw = MN_I(S_W);
     const int pad_t = MN_I(PAD_T), pad_l = MN_I(PAD_L), stage = MN_I(STAGE);
-    if (c % 8 || (stage && c != 8) || pad_t || pad_l || fh < 1 || fw < 1 || out_h < 1 || out_w < 1 ||
+    if (c % 8 || (stage && c > 32) || pad_t || pad_l || fh < 1 || fw < 1 || out_h < 1 || out_w < 1 ||
         (out_h - 1) * sh + fh > in_h || (out_w - 1) * sw + fw > in_w)
         return 0;
     float *out = MN_P(float, OUT);
     const float *in = MN_P(const float, IN);
     const __m256 lo = _mm256_set1_ps(mn_f32_arg(args, ACT_MIN)), hi = _mm256_set1_ps(mn_f32_arg(args, ACT_MAX));
-    const size_t row = (size_t)in_w * c;
+    const __m256 count = _mm256_set1_ps((float)(fh * fw));
+    const size_t row = (size_t)in_w * c, step = (size_t)sw * c;
+    const int vectors = c / 8;
     for (int b = 0; b < n; b++)
         for (int oy = 0; oy < out_h; oy++) {
-            const float *in_row = in + ((size_t)b * in_h + (size_t)oy * sh) * row;
+            const float *x = in + ((size_t)b * in_h + (size_t)oy * sh) * row;
             float *o = out + ((size_t)b * out_h + oy) * out_w * c;
-            for (int ox = 0; ox < out_w; ox++, o += c) {
-                const float *window = in_row + (size_t)ox * sw * c;
-                for (int ch = 0; ch < c; ch += 8) {
-                    __m256 acc = _mm256_set1_ps(MN_F32_LOWEST);
-                    if (fh == 2 && fw == 2) {
-                        acc = _mm256_max_ps(_mm256_loadu_ps(window + ch), acc);
-                        acc = _mm256_max_ps(_mm256_loadu_ps(window + c + ch), acc);
-                        acc = _mm256_max_ps(_mm256_loadu_ps(window + row + ch), acc);
-                        acc = _mm256_max_ps(_mm256_loadu_ps(window + row + c + ch), acc);
-                    } else {
-                        for (int y = 0; y < fh; y++)
-                            for (int k = 0; k < fw; k++)
-                                acc = _mm256_max_ps(_mm256_loadu_ps(window + y * row + (size_t)k * c + ch), acc);
-                    }
-                    acc = _mm256_blendv_ps(acc, lo, _mm256_cmp_ps(acc, lo, _CMP_LT_OQ));
-                    acc = _mm256_blendv_ps(acc, hi, _mm256_cmp_ps(hi, acc, _CMP_LT_OQ));
-                    _mm256_storeu_ps(o + ch, acc);
-                }
+#define PIXELS(V)                                                                                                  \
+    for (int ox = 0; ox < out_w; ox++, x += step, o += c) pool_pixel(x, o, row, c, fh, fw, count, lo, hi, average, V)
+            switch (vectors) {
+            case 1: PIXELS(1); break;
+            case 2: PIXELS(2); break;
+            case 3: PIXELS(3); break;
+            case 4: PIXELS(4); break;
+            default: /* unstreamed: a vector at a time */
+                for (int ox = 0; ox < out_w; ox++, x += step, o += c)
+                    for (int v = 0; v < vectors; v++)
+                        pool_pixel(x + 8 * v, o + 8 * v, row, c, fh, fw, count, lo, hi, average, 1);
+                break;
             }
+#undef PIXELS
         }
     return 1;
+}
+
+static int average_pool_full(const mn_word *args) { return pool_full(args, 1); }
+static int max_pool_full(const mn_word *args) { return pool_full(args, 0); }
+
+void mn_average_pool_2d_f32(const mn_word *args) {
+    if (!average_pool_full(args)) pool_host(args, 1);
 }
 
 void mn_max_pool_2d_f32(const mn_word *args) {
