@@ -10,10 +10,11 @@
  * they are its bytes by construction; scalar loads read them (AVX2 gathers were slower on the machines measured).
  *
  * The input products do not depend on the state: all steps' and batch rows' are summed first, two input rows per
- * weight load, and kept requantized to int16 (mnh_requant8, exact for multipliers >= 0, or the folded form). Then
- * per step, two batch rows at a time (one weight load for both): the recurrent sums, their requantization, the
- * saturated sum with the input side's, the table entries; then per row the cell and hidden updates 8 units at a
- * time. Rows are independent, and each row's operations are the reference's in its order. The state lives in
+ * weight load, and kept requantized to int16 (mnh_requant8, exact for multipliers >= 0, or the folded form; two
+ * blocks per saturating pack). Then per step, two batch rows at a time (one weight load for both, up to 6 blocks
+ * of sums in registers): the recurrent sums, their requantization, the saturating int16 add of the input side's
+ * (sat16(sat16(x) + sat16(h)), as the reference), the table entries; then per row the cell and hidden updates 8
+ * units at a time. Rows are independent, and each row's operations are the reference's in its order. The state lives in
  * padded per-row copies during the call and is written back at its end. Multipliers < 0 or shifts beyond +-31
  * (never from QuantizeMultiplier) run the portable kernel.
  */
@@ -34,14 +35,13 @@ typedef struct {
     int32_t el[3][3][8];    /* forget * cell, input * cell gate, tanh(cell) * output: mult, left, right */
     int kind[11];           /* per product (8 gates', then the 3 above): RQ_GENERAL, RQ_FOLDED or RQ_HALF */
     int16_t *gates;         /* the 4 * units gate values of one step, 2 batch rows (row r = gate * units + unit) */
-    int32_t *idx;           /* their table entries, the same rows */
+    uint16_t *idx;          /* their table entries (pre + 32768), the same rows */
     int16_t *xw, *hw;       /* every input row widened (kx pairs each); hidden rows widened (batch * 2 * kh) */
     int16_t *xq;            /* per input row: the input products requantized and saturated to int16 (rp each) */
     int16_t *cell;          /* batch * up */
     int16_t *tc;            /* tanh of one row's new cell values (up) */
     int16_t *lut_gate;      /* the gate value of each int16 pre: sigmoid, then (from 65536) the cell gate's */
     int16_t *lut_cell;      /* tanh of each int16 cell value, rescaled as the reference */
-    int32_t *lut_off;       /* per row: where its table starts (32768, + 65536 on the cell gate's rows) */
 } lstm_pack;
 
 /* How one product is requantized: mnh_requant8 (general); for a multiplier > 2^30 and a right shift of 1..31
@@ -49,7 +49,7 @@ typedef struct {
  * of exactly 2^30 without a left shift (the cell update's products of two int16), the doubling high multiply is
  * floor((x + 1) / 2). */
 enum { RQ_GENERAL, RQ_FOLDED, RQ_HALF };
-enum { ROWS = 2, BLOCKS = 5 }; /* batch rows and 8-row blocks per register block of sums */
+enum { ROWS = 2, BLOCKS = 6 }; /* batch rows and 8-row blocks per register block of sums */
 
 static int rq_kind(int32_t mult, int32_t shift, int small) {
     if (mult == (1 << 30) && shift <= 0 && shift >= -31 && small) return RQ_HALF;
@@ -106,17 +106,16 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
     p->b_rec = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
     const size_t rows = (size_t)batch * MN_I(STEPS);
     p->gates = (int16_t *)mnh_alloc((size_t)ROWS * (rp + 16) * sizeof(int16_t));
-    p->idx = (int32_t *)mnh_alloc((size_t)ROWS * rp * sizeof(int32_t));
+    p->idx = (uint16_t *)mnh_alloc((size_t)ROWS * (rp + 16) * sizeof(uint16_t));
     p->xw = (int16_t *)mnh_alloc((rows * 2 * kx + 16) * sizeof(int16_t));
-    p->xq = (int16_t *)mnh_alloc(rows * rp * sizeof(int16_t));
+    p->xq = (int16_t *)mnh_alloc((rows * rp + 16) * sizeof(int16_t));
     p->hw = (int16_t *)mnh_alloc(((size_t)batch * 2 * kh + 16) * sizeof(int16_t));
     p->cell = (int16_t *)mnh_alloc((size_t)batch * up * sizeof(int16_t));
     p->tc = (int16_t *)mnh_alloc((size_t)up * sizeof(int16_t));
     p->lut_gate = (int16_t *)mnh_alloc((2 * 65536 + 2) * sizeof(int16_t));
     p->lut_cell = (int16_t *)mnh_alloc((65536 + 2) * sizeof(int16_t));
-    p->lut_off = (int32_t *)mnh_alloc((size_t)rp * sizeof(int32_t));
     if (!p->w_in || !p->w_rec || !p->b_in || !p->b_rec || !p->gates || !p->idx || !p->xw || !p->xq || !p->hw || !p->cell || !p->tc ||
-        !p->lut_gate || !p->lut_cell || !p->lut_off)
+        !p->lut_gate || !p->lut_cell)
         return NULL;
     { /* the portable kernel's own activations, once per int16 value */
         const uint16_t *table = MN_P(const uint16_t, TABLE);
@@ -147,14 +146,12 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
         }
     }
     const int32_t *bias_in = MN_P(const int32_t, BIAS_IN), *bias_rec = MN_P(const int32_t, BIAS_REC);
-    for (int r = 0; r < rp; r++) p->lut_off[r] = 32768; /* padding rows: any int16 stays in the table */
     for (int g = 0; g < GATES; g++) {
         pack_gate(p->w_in, MN_P(const int8_t, W_IN + g), g, units, n_input, quant[3 * g + 2]);
         pack_gate(p->w_rec, MN_P(const int8_t, W_REC + g), g, units, units, quant[3 * (GATES + g) + 2]);
         for (int u = 0; u < units; u++) {
             const int r = g * units + u;
             p->b_in[r] = bias_in[r], p->b_rec[r] = bias_rec[r];
-            p->lut_off[r] = 32768 + (g == CELL_GATE ? 65536 : 0);
         }
     }
     mnh_keep(slot, args, p);
@@ -213,10 +210,9 @@ __attribute__((always_inline)) static inline void dots_rm(__m256i *acc, const in
     }
 }
 
-/* block b's sums of one side requantized to int16 (then saturated) */
+/* block b's sums of one side requantized (the caller saturates to int16: _mm256_packs_epi32) */
 static inline __m256i side_requant(const lstm_pack *p, int side, int b, __m256i acc) {
     const int r = 8 * b;
-    __m256i y;
     if (p->fold[side]) { /* requantv's RQ_FOLDED with per-row multipliers and shifts */
         const __m256i m = _mm256_loadu_si256((const __m256i *)(p->mult[side] + r)), s = _mm256_srai_epi32(acc, 31);
         const __m256i se = _mm256_slli_epi64(_mm256_shuffle_epi32(s, 0xA0), 31);
@@ -227,8 +223,7 @@ static inline __m256i side_requant(const lstm_pack *p, int side, int b, __m256i 
         const __m256i vo = _mm256_add_epi64(
             _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(acc, 32), _mm256_srli_epi64(m, 32)), co), so);
         const __m256i hi32 = _mm256_blend_epi32(_mm256_srli_epi64(ve, 32), vo, 0xAA);
-        y = _mm256_srav_epi32(hi32, _mm256_loadu_si256((const __m256i *)(p->left[side] + r)));
-        return sat16v(y);
+        return _mm256_srav_epi32(hi32, _mm256_loadu_si256((const __m256i *)(p->left[side] + r)));
     }
     return mnh_requant8(acc, p->mult[side] + r, p->left[side] + r, p->right[side] + r, _mm256_setzero_si256(),
                         _mm256_set1_epi32(-32768), _mm256_set1_epi32(32767));
@@ -246,43 +241,61 @@ static inline __m256i lut16(const int16_t *lut, __m256i idx) {
     return _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
 }
 
-/* The input products of R input rows (widened: x[i]) for blocks b0..b0+M, requantized: q[i] + 8 * b (rp each) */
+/* two blocks' int32 lanes (a, then b) as 16 saturated int16 in order */
+static inline __m256i packs2(__m256i a, __m256i b) {
+    return _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8);
+}
+
+/* 16 int16 (or the first 8 when !two) stored */
+static inline void store2(int16_t *dst, __m256i v, int two) {
+    if (two) _mm256_storeu_si256((__m256i *)dst, v);
+    else _mm_storeu_si128((__m128i *)dst, _mm256_castsi256_si128(v));
+}
+
+/* The input products of R input rows (widened: x[i]) for blocks b0..b0+M, requantized: q[i] + 8 * b (rp each),
+ * two blocks per saturating pack */
 __attribute__((always_inline)) static inline void input_block(const lstm_pack *p, const int16_t *const *x,
                                                              int16_t *const *q, int b0, const int R, const int M) {
     __m256i acc[ROWS * BLOCKS];
     dots_rm(acc, x, p->w_in + (size_t)b0 * p->kx * 16, p->kx, p->b_in + 8 * b0, R, M);
     for (int i = 0; i < R; i++)
-        for (int k = 0; k < M; k++) store16(q[i] + 8 * (b0 + k), side_requant(p, 0, b0 + k, acc[i * BLOCKS + k]));
-}
-
-/* The gate values of R batch rows (hidden h[i], requantized input products xq[i]) for blocks b0..b0+M: g[i] */
-__attribute__((always_inline)) static inline void gate_block(const lstm_pack *p, const int16_t *const *h,
-                                                            const int16_t *const *xq, int16_t *const *g, int b0,
-                                                            const int R, const int M) {
-    __m256i acc[ROWS * BLOCKS];
-    dots_rm(acc, h, p->w_rec + (size_t)b0 * p->kh * 16, p->kh, p->b_rec + 8 * b0, R, M);
-    for (int i = 0; i < R; i++)
-        for (int k = 0; k < M; k++) {
-            const int r = 8 * (b0 + k);
-            const __m256i pre = sat16v(_mm256_add_epi32(load16(xq[i] + r), side_requant(p, 1, b0 + k, acc[i * BLOCKS + k])));
-            _mm256_storeu_si256((__m256i *)(p->idx + (size_t)i * 8 * p->blocks + r),
-                                _mm256_add_epi32(pre, _mm256_loadu_si256((const __m256i *)(p->lut_off + r))));
+        for (int k = 0; k < M; k += 2) {
+            const int two = k + 1 < M;
+            const __m256i ya = side_requant(p, 0, b0 + k, acc[i * BLOCKS + k]);
+            const __m256i yb = two ? side_requant(p, 0, b0 + k + 1, acc[i * BLOCKS + k + 1]) : ya;
+            store2(q[i] + 8 * (b0 + k), packs2(ya, yb), two);
         }
 }
 
-#define MN_RM_CASES(CALL)                                                                                          \
-    switch ((R - 1) * BLOCKS + M - 1) {                                                                            \
-    case 0: CALL(1, 1); break;                                                                                     \
-    case 1: CALL(1, 2); break;                                                                                     \
-    case 2: CALL(1, 3); break;                                                                                     \
-    case 3: CALL(1, 4); break;                                                                                     \
-    case 4: CALL(1, 5); break;                                                                                     \
-    case 5: CALL(2, 1); break;                                                                                     \
-    case 6: CALL(2, 2); break;                                                                                     \
-    case 7: CALL(2, 3); break;                                                                                     \
-    case 8: CALL(2, 4); break;                                                                                     \
-    default: CALL(2, 5); break;                                                                                    \
+/* The pre-activations of R batch rows (hidden h[i], requantized input products xq[i]) for blocks b0..b0+M, as table
+ * entries: idx[i] (pre + 32768), sat16(x + h) being the saturating int16 add */
+__attribute__((always_inline)) static inline void gate_block(const lstm_pack *p, const int16_t *const *h,
+                                                            const int16_t *const *xq, uint16_t *const *idx, int b0,
+                                                            const int R, const int M) {
+    __m256i acc[ROWS * BLOCKS];
+    dots_rm(acc, h, p->w_rec + (size_t)b0 * p->kh * 16, p->kh, p->b_rec + 8 * b0, R, M);
+    const __m256i bias = _mm256_set1_epi16(-32768);
+    for (int i = 0; i < R; i++)
+        for (int k = 0; k < M; k += 2) {
+            const int two = k + 1 < M, r = 8 * (b0 + k);
+            const __m256i ya = side_requant(p, 1, b0 + k, acc[i * BLOCKS + k]);
+            const __m256i yb = two ? side_requant(p, 1, b0 + k + 1, acc[i * BLOCKS + k + 1]) : ya;
+            const __m256i pre = _mm256_adds_epi16(_mm256_loadu_si256((const __m256i *)(xq[i] + r)), packs2(ya, yb));
+            store2((int16_t *)idx[i] + r, _mm256_xor_si256(pre, bias), two);
+        }
+}
+
+#define MN_RM_M(CALL, r)                                                                                           \
+    switch (M) {                                                                                                   \
+    case 1: CALL(r, 1); break;                                                                                     \
+    case 2: CALL(r, 2 < BLOCKS ? 2 : BLOCKS); break;                                                               \
+    case 3: CALL(r, 3 < BLOCKS ? 3 : BLOCKS); break;                                                               \
+    case 4: CALL(r, 4 < BLOCKS ? 4 : BLOCKS); break;                                                               \
+    case 5: CALL(r, 5 < BLOCKS ? 5 : BLOCKS); break;                                                               \
+    default: CALL(r, 6 < BLOCKS ? 6 : BLOCKS); break;                                                              \
     }
+#define MN_RM_CASES(CALL)                                                                                          \
+    if (R == 1) MN_RM_M(CALL, 1) else MN_RM_M(CALL, 2)
 
 static void input_rows(const lstm_pack *p, const int16_t *const *x, int16_t *const *q, int R) {
     for (int b0 = 0; b0 < p->blocks; b0 += BLOCKS) {
@@ -293,7 +306,7 @@ static void input_rows(const lstm_pack *p, const int16_t *const *x, int16_t *con
     }
 }
 
-static void gate_rows(const lstm_pack *p, const int16_t *const *h, const int16_t *const *xq, int16_t *const *g, int R) {
+static void gate_rows(const lstm_pack *p, const int16_t *const *h, const int16_t *const *xq, uint16_t *const *g, int R) {
     for (int b0 = 0; b0 < p->blocks; b0 += BLOCKS) {
         const int M = p->blocks - b0 < BLOCKS ? p->blocks - b0 : BLOCKS;
 #define MN_GATE_CALL(r, m) gate_block(p, h, xq, g, b0, r, m)
@@ -346,7 +359,7 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
     int16_t *cell_all = MN_P(int16_t, CELL);
     const int batch = MN_I(BATCH), steps = MN_I(STEPS), n_input = MN_I(N_INPUT), units = MN_I(UNITS);
     const int time_major = MN_I(TIME_MAJOR), up = p->up, kh = p->kh, kx = p->kx, rp = 8 * p->blocks;
-    const int rows = batch * steps, gs = rp + 16;
+    const int rows = batch * steps, gs = rp + 16, cell0 = CELL_GATE * units, cell1 = cell0 + units;
     const int32_t clip = MN_I(USE_CLIP) ? MN_I(CLIP) : 32767, hidden_zp = MN_I(HIDDEN_ZP);
     const __m256i clip_lo = _mm256_set1_epi32(-clip), clip_hi = _mm256_set1_epi32(clip);
 
@@ -372,16 +385,20 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
             const int R = batch - b < ROWS ? batch - b : ROWS;
             const int16_t *h[ROWS], *xq[ROWS];
             int16_t *g[ROWS];
+            uint16_t *ix[ROWS];
             for (int i = 0; i < ROWS; i++) {
                 const int bi = i < R ? b + i : b, row = time_major ? t * batch + bi : bi * steps + t;
                 h[i] = p->hw + (size_t)bi * 2 * kh, xq[i] = p->xq + (size_t)row * rp, g[i] = p->gates + (size_t)i * gs;
+                ix[i] = p->idx + (size_t)i * gs;
             }
-            gate_rows(p, h, xq, g, R);
+            gate_rows(p, h, xq, ix, R);
             for (int i = 0; i < R; i++) { /* the activations: scalar loads of the tables beat AVX2 gathers here */
                 int16_t *gi = g[i];
-                const int32_t *idx = p->idx + (size_t)i * rp;
-                const int16_t *lut = p->lut_gate;
-                for (int r = 0; r < rp; r++) gi[r] = lut[idx[r]];
+                const uint16_t *idx = ix[i];
+                const int16_t *sig = p->lut_gate, *cg = p->lut_gate + 65536;
+                for (int r = 0; r < cell0; r++) gi[r] = sig[idx[r]];
+                for (int r = cell0; r < cell1; r++) gi[r] = cg[idx[r]];
+                for (int r = cell1; r < GATES * units; r++) gi[r] = sig[idx[r]];
             }
             for (int i = 0; i < R; i++) {
                 const int bi = b + i, row = time_major ? t * batch + bi : bi * steps + t;
