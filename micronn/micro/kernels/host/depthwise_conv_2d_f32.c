@@ -60,6 +60,76 @@ __attribute__((always_inline)) static inline void fdw_tile(const fdw_call *cc, c
     }
 }
 
+/* ---- windows inside the input: runs of pixels of a row, without per-tile setup ----------------------------------
+ * P pixels (windows at x + p * x_step, outputs at o + p * c_n) x B blocks of 8 channels from channel c: each lane's
+ * sum over every tap (fy, fx) in order, the taps' input offsets from the window's first stepped per filter row. */
+__attribute__((always_inline)) static inline void fdw_flat(const fdw_call *cc, const float *x, float *o, int fh,
+                                                           size_t row_step, int c, const int P, const int B) {
+    __m256 acc[P * B];
+    const int fw = cc->fw, c_n = cc->c_n;
+    const size_t xs = cc->x_step, tap = (size_t)cc->dw * c_n;
+#define FLAT(ADD, MUL)                                                                                             \
+    do {                                                                                                           \
+        for (int i = 0; i < P * B; i++) acc[i] = _mm256_setzero_ps();                                              \
+        const float *xr = x + c, *wr = cc->filter + c;                                                             \
+        for (int fy = 0; fy < fh; fy++, xr += row_step, wr += (size_t)fw * c_n) {                                  \
+            const float *xt = xr, *wt = wr;                                                                        \
+            for (int fx = 0; fx < fw; fx++, xt += tap, wt += c_n)                                                  \
+                for (int j = 0; j < B; j++) {                                                                      \
+                    const __m256 wv = _mm256_loadu_ps(wt + 8 * j);                                                 \
+                    for (int p = 0; p < P; p++)                                                                    \
+                        acc[p * B + j] = ADD(acc[p * B + j], MUL(_mm256_loadu_ps(xt + p * xs + 8 * j), wv));       \
+                }                                                                                                  \
+        }                                                                                                          \
+    } while (0)
+    FLAT(_mm256_add_ps, _mm256_mul_ps);
+    /* any NaN among the sums (an unordered compare of two is true where either is a NaN) */
+    __m256 nan = _mm256_cmp_ps(acc[0], acc[P * B - 1], _CMP_UNORD_Q);
+    for (int i = 1; i + 1 < P * B; i += 2) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i + 1], _CMP_UNORD_Q));
+    const int exact = _mm256_movemask_ps(nan) != 0;
+    if (exact) FLAT(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
+#undef FLAT
+    const __m256 lo = _mm256_set1_ps(cc->lo), hi = _mm256_set1_ps(cc->hi);
+    for (int j = 0; j < B; j++) {
+        const __m256 bias = cc->bias ? _mm256_loadu_ps(cc->bias + c + 8 * j) : _mm256_setzero_ps();
+        for (int p = 0; p < P; p++) {
+            __m256 total = acc[p * B + j];
+            if (cc->bias) total = exact ? mnh_add_ps(bias, total) : _mm256_add_ps(bias, total); /* a NaN bias wins */
+            total = _mm256_blendv_ps(total, lo, _mm256_cmp_ps(total, lo, _CMP_LT_OQ));
+            total = _mm256_blendv_ps(total, hi, _mm256_cmp_ps(hi, total, _CMP_LT_OQ));
+            _mm256_storeu_ps(o + (size_t)p * c_n + c + 8 * j, total);
+        }
+    }
+}
+
+/* n pixels of a row whose windows lie inside the input (the first's window at x, its output at o), channels a
+ * multiple of 8 (8 or 16 when streamed: a pixel's channels all summed before it is stored): tiles of 8 pixels x 1
+ * block (7 x 1 where more blocks follow), 4 x 2 */
+static void fdw_flat_run(const fdw_call *cc, const float *x, float *o, int fh, size_t row_step, int n) {
+    const int c_n = cc->c_n;
+    const size_t xs = cc->x_step;
+    int i = 0;
+#define REST(P, B)                                                                                                 \
+    case P: fdw_flat(cc, x + i * xs, o + (size_t)i * c_n, fh, row_step, c, P, B); break
+    if (c_n == 8) {
+        const int c = 0;
+        for (; i + 8 <= n; i += 8) fdw_flat(cc, x + i * xs, o + (size_t)i * c_n, fh, row_step, 0, 8, 1);
+        switch (n - i) { REST(7, 1); REST(6, 1); REST(5, 1); REST(4, 1); REST(3, 1); REST(2, 1); REST(1, 1); default: break; }
+    } else {
+        for (; i + 4 <= n; i += 4) {
+            int c = 0;
+            for (; c + 16 <= c_n; c += 16) fdw_flat(cc, x + i * xs, o + (size_t)i * c_n, fh, row_step, c, 4, 2);
+            if (c < c_n) fdw_flat(cc, x + i * xs, o + (size_t)i * c_n, fh, row_step, c, 4, 1);
+        }
+        for (; i < n; i++) {
+            int c = 0;
+            for (; c + 16 <= c_n; c += 16) fdw_flat(cc, x + i * xs, o + (size_t)i * c_n, fh, row_step, c, 1, 2);
+            if (c < c_n) fdw_flat(cc, x + i * xs, o + (size_t)i * c_n, fh, row_step, c, 1, 1);
+        }
+    }
+#undef REST
+}
+
 static void fdw_run(const mn_word *args) {
     float *out = MN_P(float, OUT);
     const float *in = MN_P(const float, IN), *filter = MN_P(const float, FILTER), *bias = MN_P(const float, BIAS);
@@ -73,6 +143,7 @@ static void fdw_run(const mn_word *args) {
     /* a streamed output (stage): a tile's pixels stored once all are done, directly when one tile call sums all
      * their channels before storing any (8 or 16 channels) */
     const int staging = stage && c_n != 8 && c_n != 16;
+    const int flat = c_n % 8 == 0 && !staging;
     float staged[staging ? 8 * c_n : 1];
     float *o[8];
     int in_lo = 0, in_hi = out_w; /* the output columns whose every tap lies inside the input */
@@ -89,6 +160,12 @@ static void fdw_run(const mn_word *args) {
             float *out_row = out + ((size_t)b * out_h + oy) * out_w * c_n;
             for (int ox = 0; ox < out_w;) {
                 const int ix0 = ox * sw - pad_l;
+                if (flat && nr == fh && ox == in_lo && in_hi > in_lo) { /* the row's windows inside the input */
+                    fdw_flat_run(&cc, image + ((ptrdiff_t)iy0 * in_w + ix0) * c_n, out_row + (size_t)ox * c_n, fh,
+                                 (size_t)dh * in_w * c_n, in_hi - in_lo);
+                    ox = in_hi;
+                    continue;
+                }
                 int fx0 = 0, fx1 = fw, pixels = 1;
                 if (ox >= in_lo && ox < in_hi) { /* every tap: a tile of up to tp pixels */
                     pixels = in_hi - ox < tp ? in_hi - ox : tp;
