@@ -4,10 +4,12 @@
  * The four gates' rows follow each other (row gate * units + unit), 8 per block, so a block may hold two gates: the
  * requantization reads per-row multipliers and shifts. Per call site the input and recurrent rows are repacked as
  * int16 pairs (mn_host.h's layout) holding w + w_off, the weight offset folded in (|w + w_off| < 2^15: one madd
- * stays exact); the int32 sums wrap as the portable kernel's. The activations are tables of every int16 value,
- * filled once per call site by the portable kernel's own functions: the gate value of each pre-activation
- * (sigmoid16(3 pre); on the cell gate's rows tanh16(3 pre) or pre) and tanh16 of each rescaled cell value, so
- * they are its bytes by construction; scalar loads read them (AVX2 gathers were slower on the machines measured).
+ * stays exact); the int32 sums wrap as the portable kernel's. The activations are tables filled once per call
+ * site by the portable kernel's own functions: the gate value of each pre-activation >= 0 (sigmoid16(3 pre); on
+ * the cell gate's rows tanh16(3 pre) or pre), a negative one's from its magnitude's (2^15 - sigmoid, -tanh, -pre:
+ * the identities are checked on every int16 value when the tables are filled, else the portable kernel runs), and
+ * tanh16 of each rescaled int16 cell value; so they are its bytes by construction. Scalar loads read them (AVX2
+ * gathers were slower on the machines measured; half tables leave more of L2 to the rest).
  *
  * The input products do not depend on the state: all steps' and batch rows' are summed first, two input rows per
  * weight load, and kept requantized to int16 (mnh_requant8, exact for multipliers >= 0, or the folded form; two
@@ -40,7 +42,9 @@ typedef struct {
     int16_t *xq;            /* per input row: the input products requantized and saturated to int16 (rp each) */
     int16_t *cell;          /* batch * up */
     int16_t *tc;            /* tanh of one row's new cell values (up) */
-    int16_t *lut_gate;      /* the gate value of each int16 pre: sigmoid, then (from 65536) the cell gate's */
+    int16_t *lut_gate;      /* the gate value of each pre >= 0 (to 32768): sigmoid, then (from HALF) the cell gate's */
+    int16_t *kfix;          /* per row: a negative pre's gate value is kfix - the entry at -pre (sigmoid 2^15, else 0) */
+    int16_t *pre;           /* the pre-activations of 2 batch rows (as idx) */
     int16_t *lut_cell;      /* tanh of each int16 cell value, rescaled as the reference */
 } lstm_pack;
 
@@ -49,7 +53,7 @@ typedef struct {
  * of exactly 2^30 without a left shift (the cell update's products of two int16), the doubling high multiply is
  * floor((x + 1) / 2). */
 enum { RQ_GENERAL, RQ_FOLDED, RQ_HALF };
-enum { ROWS = 2, BLOCKS = 6 }; /* batch rows and 8-row blocks per register block of sums */
+enum { ROWS = 2, BLOCKS = 6, HALF = 32776 }; /* batch rows and 8-row blocks per register block of sums */
 
 static int rq_kind(int32_t mult, int32_t shift, int small) {
     if (mult == (1 << 30) && shift <= 0 && shift >= -31 && small) return RQ_HALF;
@@ -112,20 +116,27 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
     p->hw = (int16_t *)mnh_alloc(((size_t)batch * 2 * kh + 16) * sizeof(int16_t));
     p->cell = (int16_t *)mnh_alloc((size_t)batch * up * sizeof(int16_t));
     p->tc = (int16_t *)mnh_alloc((size_t)up * sizeof(int16_t));
-    p->lut_gate = (int16_t *)mnh_alloc((2 * 65536 + 2) * sizeof(int16_t));
+    p->lut_gate = (int16_t *)mnh_alloc((size_t)2 * HALF * sizeof(int16_t));
+    p->kfix = (int16_t *)mnh_alloc(((size_t)rp + 16) * sizeof(int16_t));
+    p->pre = (int16_t *)mnh_alloc((size_t)ROWS * (rp + 16) * sizeof(int16_t));
     p->lut_cell = (int16_t *)mnh_alloc((65536 + 2) * sizeof(int16_t));
     if (!p->w_in || !p->w_rec || !p->b_in || !p->b_rec || !p->gates || !p->idx || !p->xw || !p->xq || !p->hw || !p->cell || !p->tc ||
-        !p->lut_gate || !p->lut_cell)
+        !p->lut_gate || !p->lut_cell || !p->kfix || !p->pre)
         return NULL;
     { /* the portable kernel's own activations, once per int16 value */
         const uint16_t *table = MN_P(const uint16_t, TABLE);
         const int cell_tanh = MN_I(CELL_TANH), tanh_shift = MN_I(TANH_SHIFT);
         const uint32_t tanh_mul = (uint32_t)MN_I(TANH_MUL), tanh_rnd = (uint32_t)MN_I(TANH_RND);
+        int16_t *sig = p->lut_gate, *cg = p->lut_gate + HALF;
+        for (int32_t a = 0; a <= 32768; a++) sig[a] = sigmoid16(table, 3 * a), cg[a] = cell_tanh ? tanh16(table, 3 * a) : (int16_t)a;
         for (int32_t v = -32768; v <= 32767; v++) {
-            p->lut_gate[v + 32768] = sigmoid16(table, 3 * v);
-            p->lut_gate[v + 32768 + 65536] = cell_tanh ? tanh16(table, 3 * v) : (int16_t)v;
+            /* sigmoid16(-x) = 2^15 - sigmoid16(x), tanh16(-x) = -tanh16(x) (int16 wrap-around): checked here */
+            const int16_t s = v < 0 ? (int16_t)(uint16_t)(0x8000u - (uint16_t)sig[-v]) : sig[v];
+            const int16_t c = v < 0 ? (int16_t)(uint16_t)(0u - (uint16_t)cg[-v]) : cg[v];
+            if (s != sigmoid16(table, 3 * v) || c != (cell_tanh ? tanh16(table, 3 * v) : (int16_t)v)) ok = 0;
             p->lut_cell[v + 32768] = tanh16(table, (int32_t)((uint32_t)v * tanh_mul + tanh_rnd) >> tanh_shift);
         }
+        if (!ok) return NULL;
     }
     for (int side = 0; side < 2; side++) {
         p->fold[side] = 1;
@@ -151,7 +162,7 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
         pack_gate(p->w_rec, MN_P(const int8_t, W_REC + g), g, units, units, quant[3 * (GATES + g) + 2]);
         for (int u = 0; u < units; u++) {
             const int r = g * units + u;
-            p->b_in[r] = bias_in[r], p->b_rec[r] = bias_rec[r];
+            p->b_in[r] = bias_in[r], p->b_rec[r] = bias_rec[r], p->kfix[r] = g == CELL_GATE ? 0 : (int16_t)-32768;
         }
     }
     mnh_keep(slot, args, p);
@@ -270,18 +281,18 @@ __attribute__((always_inline)) static inline void input_block(const lstm_pack *p
 /* The pre-activations of R batch rows (hidden h[i], requantized input products xq[i]) for blocks b0..b0+M, as table
  * entries: idx[i] (pre + 32768), sat16(x + h) being the saturating int16 add */
 __attribute__((always_inline)) static inline void gate_block(const lstm_pack *p, const int16_t *const *h,
-                                                            const int16_t *const *xq, uint16_t *const *idx, int b0,
-                                                            const int R, const int M) {
+                                                            const int16_t *const *xq, uint16_t *const *idx,
+                                                            int16_t *const *pres, int b0, const int R, const int M) {
     __m256i acc[ROWS * BLOCKS];
     dots_rm(acc, h, p->w_rec + (size_t)b0 * p->kh * 16, p->kh, p->b_rec + 8 * b0, R, M);
-    const __m256i bias = _mm256_set1_epi16(-32768);
     for (int i = 0; i < R; i++)
         for (int k = 0; k < M; k += 2) {
             const int two = k + 1 < M, r = 8 * (b0 + k);
             const __m256i ya = side_requant(p, 1, b0 + k, acc[i * BLOCKS + k]);
             const __m256i yb = two ? side_requant(p, 1, b0 + k + 1, acc[i * BLOCKS + k + 1]) : ya;
             const __m256i pre = _mm256_adds_epi16(_mm256_loadu_si256((const __m256i *)(xq[i] + r)), packs2(ya, yb));
-            store2((int16_t *)idx[i] + r, _mm256_xor_si256(pre, bias), two);
+            store2((int16_t *)idx[i] + r, _mm256_abs_epi16(pre), two);
+            store2(pres[i] + r, pre, two);
         }
 }
 
@@ -306,10 +317,11 @@ static void input_rows(const lstm_pack *p, const int16_t *const *x, int16_t *con
     }
 }
 
-static void gate_rows(const lstm_pack *p, const int16_t *const *h, const int16_t *const *xq, uint16_t *const *g, int R) {
+static void gate_rows(const lstm_pack *p, const int16_t *const *h, const int16_t *const *xq, uint16_t *const *g,
+                      int16_t *const *pres, int R) {
     for (int b0 = 0; b0 < p->blocks; b0 += BLOCKS) {
         const int M = p->blocks - b0 < BLOCKS ? p->blocks - b0 : BLOCKS;
-#define MN_GATE_CALL(r, m) gate_block(p, h, xq, g, b0, r, m)
+#define MN_GATE_CALL(r, m) gate_block(p, h, xq, g, pres, b0, r, m)
         MN_RM_CASES(MN_GATE_CALL)
 #undef MN_GATE_CALL
     }
@@ -386,19 +398,26 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
             const int16_t *h[ROWS], *xq[ROWS];
             int16_t *g[ROWS];
             uint16_t *ix[ROWS];
+            int16_t *pr[ROWS];
             for (int i = 0; i < ROWS; i++) {
                 const int bi = i < R ? b + i : b, row = time_major ? t * batch + bi : bi * steps + t;
                 h[i] = p->hw + (size_t)bi * 2 * kh, xq[i] = p->xq + (size_t)row * rp, g[i] = p->gates + (size_t)i * gs;
-                ix[i] = p->idx + (size_t)i * gs;
+                ix[i] = p->idx + (size_t)i * gs, pr[i] = p->pre + (size_t)i * gs;
             }
-            gate_rows(p, h, xq, ix, R);
+            gate_rows(p, h, xq, ix, pr, R);
             for (int i = 0; i < R; i++) { /* the activations: scalar loads of the tables beat AVX2 gathers here */
                 int16_t *gi = g[i];
                 const uint16_t *idx = ix[i];
-                const int16_t *sig = p->lut_gate, *cg = p->lut_gate + 65536;
+                const int16_t *sig = p->lut_gate, *cg = p->lut_gate + HALF;
                 for (int r = 0; r < cell0; r++) gi[r] = sig[idx[r]];
                 for (int r = cell0; r < cell1; r++) gi[r] = cg[idx[r]];
                 for (int r = cell1; r < GATES * units; r++) gi[r] = sig[idx[r]];
+                for (int r = 0; r < GATES * units; r += 16) { /* negative pre: kfix - entry */
+                    const __m256i t = _mm256_loadu_si256((const __m256i *)(gi + r));
+                    const __m256i neg = _mm256_srai_epi16(_mm256_loadu_si256((const __m256i *)(pr[i] + r)), 15);
+                    const __m256i k = _mm256_loadu_si256((const __m256i *)(p->kfix + r));
+                    _mm256_storeu_si256((__m256i *)(gi + r), _mm256_blendv_epi8(t, _mm256_sub_epi16(k, t), neg));
+                }
             }
             for (int i = 0; i < R; i++) {
                 const int bi = b + i, row = time_major ? t * batch + bi : bi * steps + t;
