@@ -246,10 +246,9 @@ static inline void store16(int16_t *dst, __m256i y) {
 
 static inline __m256i load16(const int16_t *p) { return _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)p)); }
 
-/* the int16 table entries at idx (int32 lanes, sign-extended): one gather of each entry and its successor */
-static inline __m256i lut16(const int16_t *lut, __m256i idx) {
-    const __m256i pair = _mm256_i32gather_epi32((const int *)lut, idx, 2);
-    return _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
+/* 8 products of int16 pairs as int32: one madd, the second operand zero-extended (its high halves 0) */
+static inline __m256i mul16(const int16_t *a, const int16_t *b) {
+    return _mm256_madd_epi16(load16(a), _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)b)));
 }
 
 /* two blocks' int32 lanes (a, then b) as 16 saturated int16 in order */
@@ -334,9 +333,9 @@ static inline void update_row(const lstm_pack *p, const int16_t *g, int16_t *c, 
     const int16_t *gf = g + FORGET * units, *gi = g + INPUT_GATE * units;
     const int16_t *gc = g + CELL_GATE * units, *go = g + OUTPUT_GATE * units;
     for (int u = 0; u < p->up; u += 8) {
-        const __m256i kept = requantv(_mm256_mullo_epi32(load16(gf + u), load16(c + u)), p->el[0], p->kind[8], 0,
+        const __m256i kept = requantv(mul16(gf + u, c + u), p->el[0], p->kind[8], 0,
                                       -32768, 32767);
-        const __m256i added = requantv(_mm256_mullo_epi32(load16(gi + u), load16(gc + u)), p->el[1], p->kind[9], 0,
+        const __m256i added = requantv(mul16(gi + u, gc + u), p->el[1], p->kind[9], 0,
                                        -32768, 32767);
         const __m256i cell = _mm256_min_epi32(_mm256_max_epi32(sat16v(_mm256_add_epi32(kept, added)), clip_lo), clip_hi);
         store16(c + u, cell);
@@ -344,8 +343,7 @@ static inline void update_row(const lstm_pack *p, const int16_t *g, int16_t *c, 
     int16_t *tcs = p->tc;
     for (int u = 0; u < p->up; u++) tcs[u] = p->lut_cell[c[u] + 32768];
     for (int u = 0; u < p->up; u += 8) {
-        const __m256i tc = load16(tcs + u);
-        const __m256i h = requantv(_mm256_mullo_epi32(tc, load16(go + u)), p->el[2], p->kind[10], hidden_zp, -128, 127);
+        const __m256i h = requantv(mul16(go + u, tcs + u), p->el[2], p->kind[10], hidden_zp, -128, 127);
         const __m128i h16 = _mm_packs_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
         const int n = units - u < 8 ? units - u : 8;
         if (n == 8) {
