@@ -121,6 +121,9 @@ CONV = [
     {"h": 13, "w": 13, "cin": 8, "cout": 16, "fh": 1, "fw": 1, "act": 1},
     {"h": 7, "w": 9, "cin": 3, "cout": 11, "stride": (2, 2), "pad": 1},
     {"h": 6, "w": 10, "cin": 1, "cout": 20, "fh": 5, "fw": 3, "act": 3},
+    {"h": 7, "w": 11, "cin": 5, "cout": 24, "act": 1},  # 3 x 3 tiles, 2 and 1 pixels left
+    {"h": 6, "w": 10, "cin": 3, "cout": 40, "pad": 1},  # 2 x 4 tiles then the fifth block
+    {"h": 5, "w": 16, "cin": 2, "cout": 7, "fh": 2, "fw": 2, "dil": (2, 2)},  # dilated: 7 x 1 tiles
 ]
 
 

@@ -236,7 +236,8 @@ __attribute__((always_inline)) static inline void fconv_flat_blocks(const fconv_
 }
 
 /* n pixels of a row whose windows lie inside the input (the first's window at x, its output at o): tiles of
- * 8 x 1, 6 x 2, 4 x 3 or 3 x 4 blocks, the last pixels in one smaller tile */
+ * 7 x 1, 6 x 2, 3 x 3 or 2 x 4 blocks (the sums, weights and a broadcast input within the 16 vector registers),
+ * the last pixels in one smaller tile */
 static void fconv_flat_run(const fconv_call *cc, const float *x, float *o, int out_c, int n) {
     const int blocks = mnh_blocks8(out_c);
     const size_t xs = cc->x_step;
@@ -252,11 +253,10 @@ static void fconv_flat_run(const fconv_call *cc, const float *x, float *o, int o
         RUN(6, 2);
         switch (n - i) { REST(5, 2); REST(4, 2); REST(3, 2); REST(2, 2); REST(1, 2); default: break; }
     } else if (blocks == 3) {
-        RUN(4, 3);
-        switch (n - i) { REST(3, 3); REST(2, 3); REST(1, 3); default: break; }
+        RUN(3, 3);
+        switch (n - i) { REST(2, 3); REST(1, 3); default: break; }
     } else {
-        for (; i + 3 <= n; i += 3) fconv_flat_blocks(cc, x + i * xs, o + (size_t)i * out_c, out_c, 3);
-        if (n - i == 2) fconv_flat_blocks(cc, x + i * xs, o + (size_t)i * out_c, out_c, 2);
+        for (; i + 2 <= n; i += 2) fconv_flat_blocks(cc, x + i * xs, o + (size_t)i * out_c, out_c, 2);
         if (n - i == 1) fconv_flat_blocks(cc, x + i * xs, o + (size_t)i * out_c, out_c, 1);
     }
 #undef RUN
