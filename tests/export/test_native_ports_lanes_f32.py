@@ -93,6 +93,9 @@ FC = [
     {"depth": 64, "units": 33},
     {"depth": 20, "units": 70, "act": 1},
     {"depth": 3, "units": 7, "bias": False, "act": 1},
+    {"depth": 13, "units": 1, "act": 1},
+    {"depth": 37, "units": 1, "bias": False},
+    {"depth": 1, "units": 1, "act": 3},
 ]
 
 
@@ -101,18 +104,26 @@ def test_fully_connected_rows(case: dict) -> None:
     assert_lanes_same(fully_connected_f32(**case), LANES)
 
 
-def test_fully_connected_rows_nan_bias() -> None:
-    """A NaN and an infinite bias, and NaN-dense rows: the NaN each sum keeps is the portable kernel's."""
-    rng = np.random.default_rng(3)
-    depth, units = 11, 19
+@pytest.mark.parametrize("units,depth,nan_bias", [(19, 11, True), (1, 13, False), (1, 16, True), (1, 3, False)])
+def test_fully_connected_rows_nans(units: int, depth: int, nan_bias: bool) -> None:
+    """NaN and infinite weights and biases, NaN-dense rows (one unit: 8 rows in the lanes of one sum, the depth's
+    last depth % 8 steps gathered): the NaN each sum keeps is the portable kernel's and the wheel's."""
+    rng = np.random.default_rng(3 + units)
     w = rng.uniform(-1, 1, (units, depth)).astype(np.float32)
-    w[2, 3], w[5, 0], w[7, 10] = np.nan, -np.nan, np.inf
+    w.reshape(-1)[::5] = rng.choice(SPECIALS, w.reshape(-1)[::5].shape)
     b = rng.uniform(-1, 1, units).astype(np.float32)
-    b[1], b[4], b[8] = np.nan, -np.nan, -np.inf
+    if nan_bias:
+        b[::4] = rng.choice(np.array([np.nan, -np.nan, -np.inf], np.float32), b[::4].shape)
     opts = schema.options("FULLY_CONNECTED", fused_activation_function=0)
     data = op_model("FULLY_CONNECTED", [T((1, depth), "float32"), T((units, depth), "float32", data=w),
                                         T((units,), "float32", data=b)], [T((1, units), "float32")], opts)
-    assert_lanes_same(data, LANES, wheel=3, portable_same=False)
+    assert_lanes_same(data, LANES, wheel=4, portable_same=False)
+    one, ref = NativeModel(data), _Tflm(data)
+    x = _samples((depth,), 24, 7)
+    x[x.reshape(24, -1)[:, 0] > 0, ..., 1] = np.nan
+    got = _invoke_rows(NativeModel(twin_model(read(data), 24)), x, 24)
+    for i in range(24):
+        assert got[i:i + 1].tobytes() == ref.run([x[i:i + 1]])[0].tobytes() == one.run([x[i:i + 1]])[0].tobytes(), i
 
 
 CONV = [

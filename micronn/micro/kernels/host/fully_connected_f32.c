@@ -105,15 +105,74 @@ __attribute__((always_inline)) static inline void ffc_rows(const ffc_pack *p, co
  * broadcast input within the 16 vector registers) */
 static inline int ffc_tile_rows(int b) { return b == 1 ? 8 : b == 2 ? 6 : b == 3 ? 3 : 2; }
 
+/* 8 vectors as the rows of an 8 x 8 matrix, transposed in place: r[j] holds lane j of every input vector. */
+static inline void ffc_transpose8(__m256 *r) {
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20), r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20), r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31), r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31), r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* One unit: 8 rows at a time in the lanes of one sum (their inputs transposed 8 depth steps at a time, the weight
+ * broadcast), each lane's sum over the depth in order, then bias + sum and the clamp, stored as 8 consecutive
+ * outputs. Returns the rows done (a multiple of 8; the rest take the tiles). */
+static int ffc_one_unit(const ffc_pack *p, const float *in, float *out, int batches, int depth, int has_bias,
+                        __m256 lo, __m256 hi) {
+    int r = 0;
+    const __m256 bias = _mm256_broadcast_ss(p->bias);
+    for (; r + 8 <= batches; r += 8) {
+        const float *x = in + (size_t)r * depth;
+        __m256 acc = _mm256_setzero_ps();
+#define SUM(ADD, MUL)                                                                                              \
+    do {                                                                                                           \
+        acc = _mm256_setzero_ps();                                                                                 \
+        int d = 0;                                                                                                 \
+        for (; d + 8 <= depth; d += 8) {                                                                           \
+            __m256 t[8];                                                                                           \
+            for (int i = 0; i < 8; i++) t[i] = _mm256_loadu_ps(x + (size_t)i * depth + d);                        \
+            ffc_transpose8(t);                                                                                     \
+            for (int j = 0; j < 8; j++) acc = ADD(acc, MUL(t[j], _mm256_broadcast_ss(p->w + (size_t)(d + j) * 8))); \
+        }                                                                                                          \
+        for (; d < depth; d++) {                                                                                   \
+            const __m256 v = _mm256_set_ps(x[7 * (size_t)depth + d], x[6 * (size_t)depth + d],                    \
+                                           x[5 * (size_t)depth + d], x[4 * (size_t)depth + d],                    \
+                                           x[3 * (size_t)depth + d], x[2 * (size_t)depth + d], x[depth + d], x[d]); \
+            acc = ADD(acc, MUL(v, _mm256_broadcast_ss(p->w + (size_t)d * 8)));                                     \
+        }                                                                                                          \
+    } while (0)
+        SUM(_mm256_add_ps, _mm256_mul_ps);
+        /* a compiler may swap the operands of the vector adds and multiplies: a NaN sum is computed again with the
+         * order fixed (the total's NaN, then the input's) */
+        if (_mm256_movemask_ps(_mm256_cmp_ps(acc, acc, _CMP_UNORD_Q))) SUM(mnh_add_ps, mnh_mul_ps);
+#undef SUM
+        __m256 y = has_bias ? mnh_add_ps(bias, acc) : acc; /* a NaN bias wins */
+        _mm256_storeu_ps(out + r, ffc_clamp(y, lo, hi));
+    }
+    return r;
+}
+
 void mn_fully_connected_f32(const mn_word *args) {
     const ffc_pack *p = ffc_prepare(args);
     if (!p) { mn_fully_connected_f32_portable(args); return; }
     float *out = MN_P(float, OUT);
     const float *in = MN_P(const float, IN);
     const int has_bias = MN_P(const float, BIAS) != NULL;
-    const int batches = MN_I(BATCHES), depth = MN_I(DEPTH), units = MN_I(UNITS), blocks = mnh_blocks8(units);
+    int batches = MN_I(BATCHES);
+    const int depth = MN_I(DEPTH), units = MN_I(UNITS), blocks = mnh_blocks8(units);
     const __m256 lo = _mm256_set1_ps(mn_f32_arg(args, ACT_MIN)), hi = _mm256_set1_ps(mn_f32_arg(args, ACT_MAX));
 
+    if (units == 1 && batches >= 8) { /* rows in lanes; the last batches % 8 as below */
+        const int done = ffc_one_unit(p, in, out, batches, depth, has_bias, lo, hi);
+        in += (size_t)done * depth, out += done, batches -= done;
+    }
     /* row tiles x block tiles: the blocks in groups of 4 (the last group 1 to 4), each group over rows in tiles */
     for (int bl = 0; bl < blocks;) {
         const int b = blocks - bl >= 4 ? 4 : blocks - bl, tr = ffc_tile_rows(b);
