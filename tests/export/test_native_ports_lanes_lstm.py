@@ -1,9 +1,10 @@
 """The int8 UNIDIRECTIONAL_SEQUENCE_LSTM host port on several batch rows (the lanes twins' shapes): every input row's
 products before the time loop (two rows per weight load, odd row counts leave one), the recurrent products two
-batch rows per weight load (odd batches leave one), blocks of 5 + remainders, and the activations as tables of every
-int16 value. On batch counts 2, 3, 16 and 17, time-major or not, streamed state or not, the port gives the portable
-kernel's, the interpreter's and the wheel's bytes; the twins of both real int8 LSTMs give, row by row, what the
-one-sample library gives, the portable twin the same, and the wheel on a few samples."""
+batch rows per weight load (odd batches leave one), up to 6 blocks of 8 gate rows at a time (two per saturating
+pack, odd counts leave one), and the activations as tables of each int16 magnitude. On batch counts 2, 3, 16 and
+17, time-major or not, streamed state or not, the port gives the portable kernel's, the interpreter's and the
+wheel's bytes; the twins of both real int8 LSTMs give, row by row, what the one-sample library gives, the portable
+twin the same, and the wheel on a few samples."""
 
 from __future__ import annotations
 
@@ -31,15 +32,15 @@ ONE = {"lanes": 1} if "lanes" in inspect.signature(NativeModel.__init__).paramet
 ROWS = [2, 3, 16, 17]
 
 LSTM = [
-    {"units": 20, "n_input": 28, "steps": 5},  # trained_lstm's layer: 10 blocks, 5 + 5
-    {"units": 17, "n_input": 33, "steps": 3},  # 9 blocks: 5 + 4, odd input and units
+    {"units": 20, "n_input": 28, "steps": 5},  # trained_lstm's layer: 10 blocks, 6 + 4
+    {"units": 17, "n_input": 33, "steps": 3},  # 9 blocks: 6 + 3, odd input and units
     {"units": 9, "n_input": 6, "time_major": True, "steps": 4},
     {"units": 1, "n_input": 1, "steps": 2},  # one block, one row of it used
-    {"units": 24, "n_input": 9, "act": 1, "steps": 3},  # 12 blocks: 5 + 5 + 2
+    {"units": 24, "n_input": 9, "act": 1, "steps": 3},  # 12 blocks: 6 + 6
     {"units": 8, "n_input": 16, "weight_scale": 30.0},  # saturated gates
-    {"cell_clip": 0.7, "units": 11, "n_input": 7, "time_major": True},
+    {"cell_clip": 0.7, "units": 11, "n_input": 7, "time_major": True},  # 6 blocks
     {"act": 0, "units": 3, "n_input": 7},  # no cell tanh: the cell gate's table is the identity
-    {"input_zp": 127, "hidden_zp": -128, "weight_zp": -5, "units": 13, "cell_power": -15, "weight_scale": 3.0},
+    {"input_zp": 127, "hidden_zp": -128, "weight_zp": -5, "units": 13, "cell_power": -15, "weight_scale": 3.0},  # 7
     {"bias_scale": 1e6, "units": 12, "hidden_scale": 1e-4},  # sums that wrap int32
     {"in_scale": 0.5, "hidden_scale": 0.25, "weight_scale": 3.0, "cell_power": -11},  # general requantization
 ]
