@@ -56,11 +56,28 @@ HOST_PORTS = lower.include_dir() / "host"
 # copied into the arena, one invoke, each output copied out. Stops at the first invoke that reports a failure
 # (a non-zero status) and returns how many samples completed; *status holds the failing status. The sizes are the
 # generated header's constants (in_bytes / out_bytes, the same values, are the caller's bookkeeping), so each copy
-# compiles to a few moves; a model whose init does nothing (no variable tensors) skips the call per sample.
+# compiles to a few moves; a model whose init does nothing (no variable tensors) skips the call per sample. A model
+# whose every variable tensor is an SVDF's state, with the SVDF host port (MN_BATCH_EPOCH 1: _svdf_epoch), resets by
+# bumping mnh_svdf_epoch instead (host/svdf.c: each call site then takes its state as init's without reading it);
+# {PREFIX}_batch_reset (NativeModel.reset) is init and the bump, so the ports never see a stale epoch after an init.
 BATCH_C = f"""/* {PREFIX}_batch.c: written by micronn (export/native.py), not part of the firmware. */
 #include <stdint.h>
 #include <string.h>
 #include "{PREFIX}.h"
+
+#define MN_BATCH_EPOCH @EPOCH@
+#if MN_BATCH_EPOCH
+extern uint32_t mnh_svdf_epoch __attribute__((visibility("hidden")));
+extern int32_t mnh_svdf_tracks __attribute__((visibility("hidden")));
+#endif
+
+int32_t {PREFIX}_batch_reset(void) {{
+    const int s = {PREFIX}_init();
+#if MN_BATCH_EPOCH
+    mnh_svdf_epoch++;
+#endif
+    return s;
+}}
 
 int32_t {PREFIX}_batch(int32_t n, int32_t reset, const uint8_t *const *in, const size_t *in_bytes,
                        uint8_t *const *out, const size_t *out_bytes, int32_t *status) {{
@@ -69,8 +86,14 @@ int32_t {PREFIX}_batch(int32_t n, int32_t reset, const uint8_t *const *in, const
     *status = 0;
     for (int32_t k = 0; k < n; k++) {{
         if (reset && !STATELESS) {{
-            const int s = {PREFIX}_init();
-            if (s != 0) {{ *status = s; return k; }}
+#if MN_BATCH_EPOCH
+            if (mnh_svdf_tracks) mnh_svdf_epoch++;
+            else
+#endif
+            {{
+                const int s = {PREFIX}_batch_reset();
+                if (s != 0) {{ *status = s; return k; }}
+            }}
         }}
 @COPY_IN@
         const int s = {PREFIX}_invoke();
@@ -82,9 +105,10 @@ int32_t {PREFIX}_batch(int32_t n, int32_t reset, const uint8_t *const *in, const
 """
 
 
-def batch_c(n_inputs: int, n_outputs: int, stateless: bool) -> str:
+def batch_c(n_inputs: int, n_outputs: int, stateless: bool, epoch: bool = False) -> str:
     """BATCH_C for a model of ``n_inputs`` inputs and ``n_outputs`` outputs (sizes from the generated header);
-    ``stateless``: its init does nothing, so no call per sample."""
+    ``stateless``: its init does nothing, so no call per sample; ``epoch``: resets by the SVDF ports' epoch
+    (``_svdf_epoch``)."""
     up = PREFIX.upper()
     decls = [f"    enum {{ STATELESS = {int(stateless)} }};"]
     decls += [f"    uint8_t *const in_at{i} = (uint8_t *){PREFIX}_input({i});" for i in range(n_inputs)]
@@ -93,13 +117,29 @@ def batch_c(n_inputs: int, n_outputs: int, stateless: bool) -> str:
                for i in range(n_inputs)]
     copy_out = [f"        memcpy(out[{j}] + (size_t)k * {up}_OUTPUT_{j}_BYTES, out_at{j}, {up}_OUTPUT_{j}_BYTES);"
                 for j in range(n_outputs)]
-    return (BATCH_C.replace("@DECLS@", "\n".join(decls)).replace("@COPY_IN@", "\n".join(copy_in))
-            .replace("@COPY_OUT@", "\n".join(copy_out)))
+    return (BATCH_C.replace("@EPOCH@", str(int(epoch))).replace("@DECLS@", "\n".join(decls))
+            .replace("@COPY_IN@", "\n".join(copy_in)).replace("@COPY_OUT@", "\n".join(copy_out)))
 
 
 def _stateless(model_c: str) -> bool:
     """Whether the generated model's init only returns 0 (no variable tensors to put back)."""
     return f"int {PREFIX}_init(void) {{\n    return 0;\n}}" in model_c
+
+
+def _svdf_epoch(model: Model, variables: Sequence[tuple[int, int, int | str]], files: dict[str, str]) -> bool:
+    """Whether the batch loop may reset by the SVDF host port's epoch: the port compiled in (``files``), one
+    subgraph, and every variable tensor (``variables``: the program's, init's fills) an int16 SVDF state (input 4)
+    that init fills with 0, read by that SVDF alone and written by no operator."""
+    g = model.main
+    states = [i for i, t in enumerate(g.tensors) if t.is_variable]
+    if "svdf.portable.inc" not in files or len(model.subgraphs) != 1 or not states or len(variables) != len(states):
+        return False
+    if any(fill != 0 for _, _, fill in variables) or any(g.tensors[t].dtype != np.int16 for t in states):
+        return False
+    reads = [(op.op, i, t) for op in g.operators for i, t in enumerate(op.inputs) if t in states]
+    written = {t for op in g.operators for t in op.outputs} | set(g.outputs)
+    return (sorted(t for _, _, t in reads) == sorted(states) and all(op == "SVDF" and i == 4 for op, i, _ in reads)
+            and not written & set(states))
 
 
 def host_toolchain() -> Toolchain:
@@ -194,7 +234,8 @@ class NativeModel:
         if host_ports:
             files = with_host_ports(files)
         files[f"{PREFIX}_batch.c"] = batch_c(len(self.program.inputs), len(self.program.outputs),
-                                             _stateless(files[f"{PREFIX}.c"]))
+                                             _stateless(files[f"{PREFIX}.c"]),
+                                             _svdf_epoch(source, self.program.variables, files))
         self._load(_library(files))
 
     def clone(self) -> NativeModel:
@@ -226,7 +267,7 @@ class NativeModel:
         out.restype, out.argtypes = ctypes.c_void_p, [ctypes.c_int]
         self.inputs = [self._view(addr(i), io) for i, io in enumerate(self.program.inputs)]
         self.outputs = [self._view(out(i), io) for i, io in enumerate(self.program.outputs)]
-        self._init, self._invoke = self._lib[f"{PREFIX}_init"], self._lib[f"{PREFIX}_invoke"]
+        self._init, self._invoke = self._lib[f"{PREFIX}_batch_reset"], self._lib[f"{PREFIX}_invoke"]
         self._batch = self._lib[f"{PREFIX}_batch"]
         self._batch.restype = ctypes.c_int32
         # no argtypes: run_chunk passes two ints (C ints) and ctypes objects (as pointers), which ctypes then

@@ -14,6 +14,14 @@
 
 #include "mn_kernels.h"
 
+/* The host-only batch loop's resets (host/svdf.c defines them; NativeModel's batch loop, generated with the epoch
+ * only when every variable tensor is an int8 SVDF's state, uses them): instead of the model's init before each
+ * sample, mnh_svdf_epoch++; each SVDF call site remembers the epoch it last saw, and the first call of a new one
+ * takes its state as init leaves it (all 0) without reading it. mnh_svdf_tracks: 0 once some SVDF call runs
+ * without that bookkeeping (the portable kernel), after which the loop calls init again (and still bumps). */
+extern uint32_t mnh_svdf_epoch __attribute__((visibility("hidden")));
+extern int32_t mnh_svdf_tracks __attribute__((visibility("hidden")));
+
 #if defined(__x86_64__) && defined(__AVX2__) && !defined(MN_NO_HOST_PORTS)
 #define MNH_AVX2 1
 #include <immintrin.h>

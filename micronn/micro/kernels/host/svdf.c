@@ -11,11 +11,26 @@
  * overflow, -32768 * -32768 twice, wraps to the same residue). Rank 1 requantizes 8 outputs per vector. Other
  * memory sizes and state zero points take the portable kernel's time step; plain (non-constant) feature weights,
  * the portable kernel.
+ *
+ * Resets by epoch (mn_host.h's mnh_svdf_epoch; only NativeModel's batch loop bumps it, the generated model never
+ * does): each call site keeps the epoch it last saw. The first call of a new epoch finds its state as init leaves it
+ * (0 everywhere: the generated init's fill of an int16 state), so the shifted window is zeros and the newest value:
+ * each filter's time sum is the newest value's product with the last time weight, plus the constant of the older
+ * slots ((0 - state_zp) times the other weights, wrapping as the portable sums) and the bias (rank 1). The state
+ * is neither read nor written: the newest values are kept aside (pend) and written out, with the zeros before
+ * them, only if a later call of the same epoch steps on (a stream that goes on after a reset).
  */
 #define mn_svdf_s8 mn_svdf_s8_portable
 #include "svdf.portable.inc"
 #undef mn_svdf_s8
 #include "mn_host.h"
+
+__attribute__((visibility("hidden"))) uint32_t mnh_svdf_epoch;
+#if defined(MNH_AVX2)
+__attribute__((visibility("hidden"))) int32_t mnh_svdf_tracks = 1;
+#else
+__attribute__((visibility("hidden"))) int32_t mnh_svdf_tracks = 0; /* no port: the portable kernel, init per reset */
+#endif
 
 #if defined(MNH_AVX2)
 typedef struct {
@@ -34,6 +49,12 @@ typedef struct {
     int no_right;    /* else no right shift (0 <= shift < 31): the doubling high multiply alone (MN_RQ_NO_RIGHT) */
     int32_t fold_mult, fold_e1;
     int64_t fold_c;  /* 2^30 + 2^(30+e) */
+    uint32_t epoch;  /* mnh_svdf_epoch at this call site's last call */
+    int tracked;     /* the pack is kept (the epoch then means something) */
+    int pending;     /* the state is init's zeros with pend as every filter's newest value (not yet written) */
+    int16_t *pend;   /* every batch row's newest values of a first call in an epoch (blocks * 8 a row) */
+    int32_t *wlast;  /* every filter's last time weight (blocks * 8, the tail 0) */
+    uint32_t *tinit; /* every filter's time sum before its newest value, from init's zeros (blocks * 8) */
 } svdf_pack;
 
 /* The int8 rows (filters x input_size) of the paired layout, as the FULLY_CONNECTED port decodes it. */
@@ -80,6 +101,12 @@ static svdf_pack *svdf_prepare(const mn_word *args) {
     p->x = (int16_t *)mnh_alloc(((size_t)2 * kp * batches + 16) * sizeof(int16_t));
     p->fresh = (int16_t *)mnh_alloc(((size_t)blocks * 8 * batches + 16) * sizeof(int16_t));
     p->acc = (uint32_t *)mnh_alloc((size_t)blocks * 8 * batches * sizeof(uint32_t));
+    p->pend = (int16_t *)mnh_alloc(((size_t)blocks * 8 * batches + 16) * sizeof(int16_t));
+    p->wlast = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
+    p->tinit = (uint32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(uint32_t));
+    if (!p->pend || !p->wlast || !p->tinit) return NULL;
+    p->epoch = mnh_svdf_epoch, p->tracked = slot != NULL;
+    if (!slot) mnh_svdf_tracks = 0; /* a pack per call: no epoch kept */
     const int32_t m1 = MN_I(MULT_1), s1 = MN_I(SHIFT_1), m2 = MN_I(MULT_2), s2 = MN_I(SHIFT_2);
     if (!p->w || !p->x || !p->fresh || !p->acc || !mnh_rq_init(&p->q1, &m1, &s1, 1, 1) ||
         !mnh_rq_init(&p->q2, &m2, &s2, 1, 1))
@@ -321,27 +348,46 @@ static void time16(int16_t *s, const int16_t *w, int memory, const int16_t *fres
     }
 }
 
-void mn_svdf_s8(const mn_word *args) {
-    svdf_pack *p = MN_I(PAIRED) ? svdf_prepare(args) : NULL;
-    if (!p) {
-        mn_svdf_s8_portable(args);
-        return;
+/* the first call of an epoch: each row's time sums from its newest values alone (the state init's zeros) */
+static void fresh_steps(svdf_pack *p, const int16_t *wt, const int32_t *bias, int batches, int filters, int memory,
+                        int rank, int32_t state_zp) {
+    const int n8 = p->blocks * 8;
+    for (int f = 0; f < filters; f++) {
+        const int16_t *w = wt + (size_t)f * memory;
+        uint32_t c = rank == 1 ? (uint32_t)bias[f] : 0;
+        for (int m = 0; m + 1 < memory; m++) c += (uint32_t)(0 - state_zp) * (uint32_t)w[m]; /* may wrap */
+        p->wlast[f] = w[memory - 1], p->tinit[f] = c;
     }
-    int8_t *out = MN_P(int8_t, OUT);
-    const int8_t *in = MN_P(const int8_t, IN);
-    const int16_t *wt = MN_P(const int16_t, W_TIME);
-    const int32_t *bias = MN_P(const int32_t, BIAS);
-    int16_t *state = MN_P(int16_t, STATE);
-    const int batches = MN_I(BATCHES), input_size = MN_I(INPUT_SIZE), filters = MN_I(FILTERS);
-    const int memory = MN_I(MEMORY), rank = MN_I(RANK), units = filters / rank;
-    const int32_t in_zp = MN_I(IN_ZP), state_zp = MN_I(STATE_ZP), out_zp = MN_I(OUT_ZP);
-    const mn_rq q2 = mn_rq_init(MN_I(MULT_2), MN_I(SHIFT_2), out_zp);
+    const __m256i zp = _mm256_set1_epi32(state_zp);
+    for (int b = 0; b < batches; b++) {
+        const int16_t *v = p->pend + (size_t)b * n8;
+        uint32_t *acc = p->acc + (size_t)b * n8;
+        for (int i = 0; i < n8; i += 8) {
+            const __m256i x = _mm256_sub_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(v + i))), zp);
+            const __m256i t = _mm256_mullo_epi32(x, _mm256_loadu_si256((const __m256i *)(p->wlast + i)));
+            _mm256_storeu_si256((__m256i *)(acc + i),
+                                _mm256_add_epi32(t, _mm256_loadu_si256((const __m256i *)(p->tinit + i))));
+        }
+    }
+}
+
+/* the state a first call of the epoch left: init's zeros, each filter's newest value last */
+static void materialize(const svdf_pack *p, int16_t *state, int batches, int filters, int memory) {
+    const int n8 = p->blocks * 8;
+    for (int b = 0; b < batches; b++) {
+        const int16_t *v = p->pend + (size_t)b * n8;
+        int16_t *s = state + (size_t)b * filters * memory;
+        memset(s, 0, (size_t)filters * memory * sizeof(int16_t));
+        for (int f = 0; f < filters; f++) s[(size_t)f * memory + memory - 1] = v[f];
+    }
+}
+
+/* each row's time steps from its state, shifted in place, into acc: from the bias (rank 1) or 0 */
+static void time_steps(svdf_pack *p, int16_t *state, const int16_t *wt, const int32_t *bias, int batches,
+                       int filters, int memory, int rank, int32_t state_zp) {
     uint32_t zeros[64] = {0};
     const int whole8 = memory == 8 && state_zp == 0 ? filters / 8 * 8 : 0;
     const int vec16 = memory % 16 == 0 && state_zp == 0;
-
-    widen_rows(p->x, in, batches, input_size, in_zp);
-    features(p, p->x, p->fresh, batches, state_zp);
     const int astride = p->blocks * 8;
     for (int b = 0; b < batches; b++) {
         int16_t *s = state + (size_t)b * filters * memory;
@@ -367,6 +413,13 @@ void mn_svdf_s8(const mn_word *args) {
                            fresh + f0 + done, n - done, state_zp, init + done, acc + f0 + done);
         }
     }
+}
+
+/* the outputs from acc (rank 1: the filters' sums; else summed per unit from the bias) */
+static void outputs(const svdf_pack *p, int8_t *out, const int32_t *bias, int batches, int units, int rank,
+                    int32_t out_zp, int32_t mult_2, int32_t shift_2) {
+    const mn_rq q2 = mn_rq_init(mult_2, shift_2, out_zp);
+    const int astride = p->blocks * 8;
     if (rank == 1 && units % 8 == 0) { /* the rows' sums back to back, as their outputs: one run */
         const size_t total = (size_t)batches * units;
         const uint32_t *acc = p->acc;
@@ -400,6 +453,36 @@ void mn_svdf_s8(const mn_word *args) {
             o[u] = (int8_t)mn_rq_clamp(&q2, (int32_t)unit, -128, 127);
         }
     }
+}
+
+void mn_svdf_s8(const mn_word *args) {
+    svdf_pack *p = MN_I(PAIRED) ? svdf_prepare(args) : NULL;
+    if (!p) {
+        mnh_svdf_tracks = 0; /* the first call of this site (a pack, once made, stays): its state is init's */
+        mn_svdf_s8_portable(args);
+        return;
+    }
+    int8_t *out = MN_P(int8_t, OUT);
+    const int8_t *in = MN_P(const int8_t, IN);
+    const int16_t *wt = MN_P(const int16_t, W_TIME);
+    const int32_t *bias = MN_P(const int32_t, BIAS);
+    int16_t *state = MN_P(int16_t, STATE);
+    const int batches = MN_I(BATCHES), input_size = MN_I(INPUT_SIZE), filters = MN_I(FILTERS);
+    const int memory = MN_I(MEMORY), rank = MN_I(RANK), units = filters / rank;
+    const int32_t in_zp = MN_I(IN_ZP), state_zp = MN_I(STATE_ZP);
+
+    widen_rows(p->x, in, batches, input_size, in_zp);
+    const uint32_t epoch = mnh_svdf_epoch;
+    if (p->tracked && p->epoch != epoch) { /* the state is init's: the newest values alone, kept aside */
+        p->epoch = epoch, p->pending = 1;
+        features(p, p->x, p->pend, batches, state_zp);
+        fresh_steps(p, wt, bias, batches, filters, memory, rank, state_zp);
+    } else {
+        if (p->pending) materialize(p, state, batches, filters, memory), p->pending = 0;
+        features(p, p->x, p->fresh, batches, state_zp);
+        time_steps(p, state, wt, bias, batches, filters, memory, rank, state_zp);
+    }
+    outputs(p, out, bias, batches, units, rank, MN_I(OUT_ZP), MN_I(MULT_2), MN_I(SHIFT_2));
 }
 #else
 void mn_svdf_s8(const mn_word *args) { mn_svdf_s8_portable(args); }
