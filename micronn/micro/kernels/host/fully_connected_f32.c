@@ -101,6 +101,19 @@ __attribute__((always_inline)) static inline void ffc_rows(const ffc_pack *p, co
     }
 }
 
+/* one function per block count (each with its row tiles inlined) */
+#define FFC_ROWS_B(B)                                                                                              \
+    __attribute__((noinline)) static void ffc_rows##B(const ffc_pack *p, const float *x, float *o, int depth,     \
+                                                      int units, int bl, int has_bias, __m256 lo, __m256 hi,       \
+                                                      int rows) {                                                  \
+        ffc_rows(p, x, o, depth, units, bl, has_bias, lo, hi, rows, B);                                            \
+    }
+FFC_ROWS_B(1)
+FFC_ROWS_B(2)
+FFC_ROWS_B(3)
+FFC_ROWS_B(4)
+#undef FFC_ROWS_B
+
 /* the rows of a tile of B blocks: 8 x 1, 6 x 2, 3 x 3, 2 x 4 (8 to 12 sums in flight, with the weights and a
  * broadcast input within the 16 vector registers) */
 static inline int ffc_tile_rows(int b) { return b == 1 ? 8 : b == 2 ? 6 : b == 3 ? 3 : 2; }
@@ -181,10 +194,10 @@ void mn_fully_connected_f32(const mn_word *args) {
             const float *x = in + (size_t)r0 * depth;
             float *o = out + (size_t)r0 * units;
             switch (b) {
-            case 4: ffc_rows(p, x, o, depth, units, bl, has_bias, lo, hi, rows, 4); break;
-            case 3: ffc_rows(p, x, o, depth, units, bl, has_bias, lo, hi, rows, 3); break;
-            case 2: ffc_rows(p, x, o, depth, units, bl, has_bias, lo, hi, rows, 2); break;
-            default: ffc_rows(p, x, o, depth, units, bl, has_bias, lo, hi, rows, 1); break;
+            case 4: ffc_rows4(p, x, o, depth, units, bl, has_bias, lo, hi, rows); break;
+            case 3: ffc_rows3(p, x, o, depth, units, bl, has_bias, lo, hi, rows); break;
+            case 2: ffc_rows2(p, x, o, depth, units, bl, has_bias, lo, hi, rows); break;
+            default: ffc_rows1(p, x, o, depth, units, bl, has_bias, lo, hi, rows); break;
             }
         }
         bl += b;
