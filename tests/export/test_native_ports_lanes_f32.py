@@ -135,7 +135,33 @@ CONV = [
     {"h": 7, "w": 11, "cin": 5, "cout": 24, "act": 1},  # 3 x 3 tiles, 2 and 1 pixels left
     {"h": 6, "w": 10, "cin": 3, "cout": 40, "pad": 1},  # 2 x 4 tiles then the fifth block
     {"h": 5, "w": 16, "cin": 2, "cout": 7, "fh": 2, "fw": 2, "dil": (2, 2)},  # dilated: 7 x 1 tiles
+    # one input channel, 3 taps across: each input broadcast once for the pixels that take it (runs of 1 to 8+)
+    {"h": 9, "w": 17, "cin": 1, "cout": 8, "stride": (2, 1), "dil": (2, 1)},
+    {"h": 6, "w": 12, "cin": 1, "cout": 3, "fh": 1, "pad": 1, "act": 1, "bias": False},
+    {"h": 7, "w": 10, "cin": 1, "cout": 8, "fh": 4, "act": 3},
 ]
+
+
+@pytest.mark.parametrize("w", [3, 4, 9, 10, 11, 15, 16, 17])
+def test_conv_2d_one_channel_nans(w: int) -> None:
+    """One input channel, 3 x 3 filters with NaN and infinite taps, NaN-dense images, every run length: the
+    NaN each sum keeps is the portable kernel's and the wheel's."""
+    rng = np.random.default_rng(w)
+    wt = rng.uniform(-1, 1, (8, 3, 3, 1)).astype(np.float32)
+    wt.reshape(-1)[::7] = rng.choice(SPECIALS, wt.reshape(-1)[::7].shape)
+    b = rng.uniform(-1, 1, 8).astype(np.float32)
+    b[3], b[5] = np.nan, -np.nan
+    opts = schema.options("CONV_2D", padding=1, stride_h=1, stride_w=1, dilation_h_factor=1, dilation_w_factor=1,
+                          fused_activation_function=0)
+    data = op_model("CONV_2D", [T((1, 5, w, 1), "float32"), T((8, 3, 3, 1), "float32", data=wt),
+                                T((8,), "float32", data=b)], [T((1, 3, w - 2, 8), "float32")], opts)
+    assert_lanes_same(data, [3], wheel=4, portable_same=False)
+    one, ref = NativeModel(data), _Tflm(data)
+    x = _samples((5, w, 1), 6, w)
+    x[x > 1.2] = np.nan
+    x[x < -1.2] = -np.nan
+    for i in range(6):
+        assert one.run([x[i:i + 1]])[0].tobytes() == ref.run([x[i:i + 1]])[0].tobytes(), i
 
 
 @pytest.mark.parametrize("case", CONV, ids=_id)

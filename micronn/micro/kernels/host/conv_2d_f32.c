@@ -57,6 +57,8 @@ typedef struct {
     const int *off;        /* the taps' input offsets (fconv_pack.off) */
     const float *lo, *hi;
     int k, in_c, fh, fw, dw, has_bias;
+    int single;      /* one input channel, unit stride and dilation across, fw 3, at most 8 output channels */
+    size_t row_step; /* floats between two filter rows' inputs (dh * in_w * in_c) */
     size_t x_step, w_step; /* floats between two pixels' inputs (stride * in_c), between two blocks' weights */
 } fconv_call;
 
@@ -235,6 +237,68 @@ __attribute__((always_inline)) static inline void fconv_flat_blocks(const fconv_
     }
 }
 
+/* One input channel, unit stride and dilation across, 3 taps per filter row, one block of channels: P pixels
+ * side by side read P + 2 inputs per filter row, each broadcast once and multiplied into every pixel that takes it
+ * (pixel p's tap fx is input p + fx: in increasing e = p + fx, each pixel's taps come in the portable order, filter
+ * row by filter row). */
+__attribute__((always_inline)) static inline void fconv_single(const fconv_call *cc, const float *x, float *o,
+                                                               int out_c, const int P) {
+    __m256 acc[P];
+    const int fh = cc->fh;
+    const size_t rs = cc->row_step;
+#define ROWS(ADD, MUL)                                                                                             \
+    do {                                                                                                           \
+        for (int i = 0; i < P; i++) acc[i] = _mm256_setzero_ps();                                                  \
+        const float *xr = x, *wr = cc->w;                                                                          \
+        for (int fy = 0; fy < fh; fy++, xr += rs, wr += 24) {                                                      \
+            const __m256 w0 = _mm256_loadu_ps(wr), w1 = _mm256_loadu_ps(wr + 8), w2 = _mm256_loadu_ps(wr + 16);     \
+            _Pragma("GCC unroll 16") for (int e = 0; e < P + 2; e++) {                                             \
+                const __m256 v = _mm256_broadcast_ss(xr + e);                                                      \
+                if (e - 2 >= 0 && e - 2 < P) acc[e - 2] = ADD(acc[e - 2], MUL(v, w2));                             \
+                if (e - 1 >= 0 && e - 1 < P) acc[e - 1] = ADD(acc[e - 1], MUL(v, w1));                             \
+                if (e < P) acc[e] = ADD(acc[e], MUL(v, w0));                                                       \
+            }                                                                                                      \
+        }                                                                                                          \
+    } while (0)
+    ROWS(_mm256_add_ps, _mm256_mul_ps);
+    __m256 nan = _mm256_cmp_ps(acc[0], acc[P - 1], _CMP_UNORD_Q);
+    for (int i = 1; i + 1 < P; i += 2) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i + 1], _CMP_UNORD_Q));
+    const int exact = _mm256_movemask_ps(nan) != 0;
+    if (exact) ROWS(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
+#undef ROWS
+    const __m256 lo = _mm256_set1_ps(*cc->lo), hi = _mm256_set1_ps(*cc->hi), bias = _mm256_loadu_ps(cc->bias);
+    for (int p = 0; p < P; p++) {
+        __m256 y = acc[p];
+        if (cc->has_bias) y = exact ? mnh_add_ps(y, bias) : _mm256_add_ps(y, bias);
+        y = fclamp(y, lo, hi);
+        float *dst = o + (size_t)p * out_c;
+        if (out_c == 8) {
+            _mm256_storeu_ps(dst, y);
+        } else {
+            float tail[8];
+            _mm256_storeu_ps(tail, y);
+            for (int i = 0; i < out_c; i++) dst[i] = tail[i];
+        }
+    }
+}
+
+/* fconv_single over n pixels of a row: tiles of 8, the last 1 to 7 */
+__attribute__((noinline)) static void fconv_single_run(const fconv_call *cc, const float *x, float *o, int out_c,
+                                                       int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) fconv_single(cc, x + i, o + (size_t)i * out_c, out_c, 8);
+    switch (n - i) {
+    case 7: fconv_single(cc, x + i, o + (size_t)i * out_c, out_c, 7); break;
+    case 6: fconv_single(cc, x + i, o + (size_t)i * out_c, out_c, 6); break;
+    case 5: fconv_single(cc, x + i, o + (size_t)i * out_c, out_c, 5); break;
+    case 4: fconv_single(cc, x + i, o + (size_t)i * out_c, out_c, 4); break;
+    case 3: fconv_single(cc, x + i, o + (size_t)i * out_c, out_c, 3); break;
+    case 2: fconv_single(cc, x + i, o + (size_t)i * out_c, out_c, 2); break;
+    case 1: fconv_single(cc, x + i, o + (size_t)i * out_c, out_c, 1); break;
+    default: break;
+    }
+}
+
 /* n pixels of a row whose windows lie inside the input (the first's window at x, its output at o): tiles of
  * 7 x 1, 6 x 2, 3 x 3 or 2 x 4 blocks (the sums, weights and a broadcast input within the 16 vector registers),
  * the last pixels in one smaller tile */
@@ -246,7 +310,9 @@ static void fconv_flat_run(const fconv_call *cc, const float *x, float *o, int o
     for (; i + P <= n; i += P) fconv_flat(cc, x + i * xs, o + (size_t)i * out_c, out_c, 0, P, B)
 #define REST(P, B)                                                                                                 \
     case P: fconv_flat(cc, x + i * xs, o + (size_t)i * out_c, out_c, 0, P, B); break
-    if (blocks == 1) {
+    if (cc->single) {
+        fconv_single_run(cc, x, o, out_c, n);
+    } else if (blocks == 1) {
         RUN(7, 1);
         switch (n - i) { REST(6, 1); REST(5, 1); REST(4, 1); REST(3, 1); REST(2, 1); REST(1, 1); default: break; }
     } else if (blocks == 2) {
@@ -289,6 +355,7 @@ void mn_conv_2d_f32(const mn_word *args) {
     const float lo = mn_f32_arg(args, ACT_MIN), hi = mn_f32_arg(args, ACT_MAX);
     const int k = fh * fw * in_c, tp = fconv_tile_pixels(out_c);
     const fconv_call cc = {p->w, p->bias, p->off, &lo, &hi, k, in_c, fh, fw, dw, MN_P(const float, BIAS) != NULL,
+                           in_c == 1 && sw == 1 && dw == 1 && fw == 3 && out_c <= 8, (size_t)dh * in_w * in_c,
                            (size_t)sw * in_c, (size_t)k * 8};
     /* a streamed output (stage): a tile's pixels stored once all are done, directly when one tile call sums all
      * their channels before storing any */
