@@ -10,6 +10,11 @@
  * as [channel block][tap][8 channels] (mn_host.h's cache). A compiler may swap the operands of the vector adds and
  * multiplies, which decides which NaN a sum of two NaNs keeps: a tile with a NaN sum is computed again with the
  * operand order fixed (mnh_add_ps, mnh_mul_ps).
+ *
+ * Paths: a row's pixels whose windows lie inside the input run as fconv_flat_run (tiles 7 x 1, 6 x 2, 3 x 3,
+ * 2 x 4 called inline, each sum one run over the taps' precomputed offsets), or as fconv_single_run where there is
+ * one input channel, 3 taps across at unit stride and dilation and at most 8 output channels (each input of a
+ * filter row broadcast once for every pixel that takes it); border pixels and staged outputs take fconv_pixels.
  */
 #define mn_conv_2d_f32 mn_conv_2d_f32_portable
 #include "conv_2d_f32.portable.inc"

@@ -6,7 +6,9 @@
  * bias + total and the clamp. Each sum is one chain of dependent additions, so a tile keeps 8 of them in flight: P
  * output pixels of a row that skip the same taps (the interior ones all do) times B blocks of 8 channels (8 x 1,
  * 4 x 2). Channels past the last 8 are summed one at a time the same way. A tile with a NaN sum is computed again
- * with the vector operations' operand order fixed (mnh_add_ps, mnh_mul_ps: a compiler may swap them).
+ * with the vector operations' operand order fixed (mnh_add_ps, mnh_mul_ps: a compiler may swap them). A row's
+ * pixels whose windows lie inside the (padded) input, channels a multiple of 8, run as fdw_flat_run (tiles called
+ * inline, tap pointers stepped); the rest as fdw_run's tiles.
  */
 #define mn_depthwise_conv_2d_f32 mn_depthwise_conv_2d_f32_portable
 #include "depthwise_conv_2d_f32.portable.inc"

@@ -3,7 +3,9 @@
  *
  * Vectorized across units, never across a sum: each lane is one unit's total over the depth in order, each
  * product rounded before its addition (no FMA), then bias + total and the clamp, as the portable kernel does.
- * The weights are repacked once per call site as [unit block][depth][8 units] (mn_host.h's cache).
+ * The weights are repacked once per call site as [unit block][depth][8 units] (mn_host.h's cache). Several batch
+ * rows (a lanes twin's) run in tiles of rows x unit blocks, the weights loaded once per depth step for the tile's
+ * rows; one unit on 8 or more rows puts 8 rows in the lanes of one sum (ffc_one_unit).
  */
 #define mn_fully_connected_f32 mn_fully_connected_f32_portable
 #include "fully_connected_f32.portable.inc"
