@@ -332,23 +332,24 @@ class NativeModel:
         outs = [np.empty((n, *v.shape), v.dtype) for v in self.outputs]
         k = self.lanes
         wide = n - n % k if reset and k > 1 else 0
-        if wide:
-            def rows(x: np.ndarray, a: int, b: int) -> np.ndarray:  # samples [a, b) as (groups, lanes, ...)
-                return x[a:b].reshape((b - a) // k, k, *x.shape[2:])
-            groups, status = self._wide_model()._run_into([rows(x, 0, wide) for x in chunk],
-                                                          [rows(y, 0, wide) for y in outs], True)
+        tail = outs
+        if wide:  # the twin's samples are ``k`` of ours, back to back: the same arrays, a k-th of the count
+            groups, status = self._wide_model()._run_into(chunk, outs, wide // k, True)
             if groups < wide // k:  # that group one sample at a time, to name the sample that fails
                 at = groups * k
-                done, one = self._run_into([x[at:at + k] for x in chunk], [y[at:at + k] for y in outs], True)
+                done, one = self._run_into([x[at:] for x in chunk], [y[at:] for y in outs], k, True)
                 return (outs, at + done, one) if done < k else (outs, at, status)
-        done, status = self._run_into([x[wide:] for x in chunk], [y[wide:] for y in outs], reset)
+            if wide == n:
+                return outs, n, 0
+            chunk, tail = [x[wide:] for x in chunk], [y[wide:] for y in outs]
+        done, status = self._run_into(chunk, tail, n - wide, reset)
         return outs, wide + done, status
 
-    def _run_into(self, chunk: Sequence[np.ndarray], outs: Sequence[np.ndarray], reset: bool) -> tuple[int, int]:
-        """The batch loop over ``chunk`` into ``outs`` (C-contiguous, ``(n, *shape)`` each): samples completed and
-        the failing status."""
-        n = len(chunk[0]) if chunk else 0
-        if n == 0:
+    def _run_into(self, chunk: Sequence[np.ndarray], outs: Sequence[np.ndarray], n: int, reset: bool
+                  ) -> tuple[int, int]:
+        """The batch loop over the first ``n`` samples of ``chunk`` into ``outs`` (C-contiguous arrays of whole
+        samples): samples completed and the failing status."""
+        if n <= 0:
             return 0, 0
         for i, x in enumerate(chunk):
             self._in_ptrs[i] = _address(x)

@@ -164,12 +164,12 @@ def test_a_failing_group_names_its_sample(monkeypatch: pytest.MonkeyPatch) -> No
     native = NativeModel(_path("hello_world_int8"), lanes=4)
     xs = _samples(native.inputs, 10, seed=4)
     wide = native._wide_model()
-    monkeypatch.setattr(wide, "_run_into", lambda chunk, outs, reset: (1, 7))  # group 1 (samples 4-7) fails
+    monkeypatch.setattr(wide, "_run_into", lambda chunk, outs, n, reset: (1, 7))  # group 1 (samples 4-7) fails
     single = native._run_into
 
-    def one_by_one(chunk, outs, reset):  # sample 6 fails alone too, with its own status
-        done, status = single([x[:2] for x in chunk], [y[:2] for y in outs], reset)
-        return (2, 9) if len(chunk[0]) > 2 else (done, status)
+    def one_by_one(chunk, outs, n, reset):  # sample 6 fails alone too, with its own status
+        done, status = single(chunk, outs, min(n, 2), reset)
+        return (2, 9) if n > 2 else (done, status)
     monkeypatch.setattr(native, "_run_into", one_by_one)
     _, done, status = native.run_chunk(xs)
     assert (done, status) == (6, 9)
