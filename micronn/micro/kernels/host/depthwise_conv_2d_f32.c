@@ -85,10 +85,7 @@ __attribute__((always_inline)) static inline void fdw_flat(const fdw_call *cc, c
         }                                                                                                          \
     } while (0)
     FLAT(_mm256_add_ps, _mm256_mul_ps);
-    /* any NaN among the sums (an unordered compare of two is true where either is a NaN) */
-    __m256 nan = _mm256_cmp_ps(acc[0], acc[P * B - 1], _CMP_UNORD_Q);
-    for (int i = 1; i + 1 < P * B; i += 2) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i + 1], _CMP_UNORD_Q));
-    const int exact = _mm256_movemask_ps(nan) != 0;
+    const int exact = mnh_any_nan(acc, P * B);
     if (exact) FLAT(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
 #undef FLAT
     const __m256 lo = _mm256_set1_ps(cc->lo), hi = _mm256_set1_ps(cc->hi);

@@ -67,9 +67,9 @@ static inline __m256 mnh_add_ps(__m256 a, __m256 b) {
 }
 
 /* whether any lane of the n sums is a NaN (the ports then sum again with mnh_add_ps/mnh_mul_ps) */
-static inline int mnh_any_nan(const __m256 *acc, int n) {
-    __m256 nan = _mm256_setzero_ps();
-    for (int i = 0; i < n; i++) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i], _CMP_UNORD_Q));
+static inline int mnh_any_nan(const __m256 *acc, int n) { /* an unordered compare is true where either is a NaN */
+    __m256 nan = _mm256_cmp_ps(acc[0], acc[n - 1], _CMP_UNORD_Q);
+    for (int i = 1; i + 1 < n; i += 2) nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[i], acc[i + 1], _CMP_UNORD_Q));
     return _mm256_movemask_ps(nan) != 0;
 }
 
