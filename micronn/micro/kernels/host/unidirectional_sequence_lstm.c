@@ -37,13 +37,15 @@ typedef struct {
     int32_t el[3][3][8];    /* forget * cell, input * cell gate, tanh(cell) * output: mult, left, right */
     int kind[11];           /* per product (8 gates', then the 3 above): RQ_GENERAL, RQ_FOLDED or RQ_HALF */
     int16_t *gates;         /* the 4 * units gate values of one step, 2 batch rows (row r = gate * units + unit) */
+    int16_t *gm;            /* every batch row's gate values, gate-major: gm + g * gms + b * units + u */
+    int gms;                /* the gate stride of gm (batch * units, padded) */
+    int8_t *h8;             /* the new hidden values of every batch row (batch * units) */
     uint16_t *idx;          /* their table entries (pre + 32768), the same rows */
-    int16_t *xw, *hw;       /* every input row widened (kx pairs each); hidden rows widened (batch * 2 * kh) */
+    int16_t *xw, *hw;       /* every input row widened (kx pairs each); the hidden rows widened (b * units + u) */
     int16_t *xq;            /* per input row: the input products requantized and saturated to int16 (rp each) */
-    int16_t *cell;          /* batch * up */
-    int16_t *tc;            /* tanh of one row's new cell values (up) */
+    int16_t *cell;          /* batch * units (padded) */
+    int16_t *tc;            /* tanh of the new cell values (as cell) */
     int16_t *lut_gate;      /* the gate value of each pre >= 0 (to 32768): sigmoid, then (from HALF) the cell gate's */
-    int16_t *kfix;          /* per row: a negative pre's gate value is kfix - the entry at -pre (sigmoid 2^15, else 0) */
     int16_t *pre;           /* the pre-activations of 2 batch rows (as idx) */
     int16_t *lut_cell;      /* tanh of each int16 cell value, rescaled as the reference */
 } lstm_pack;
@@ -113,15 +115,18 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
     p->idx = (uint16_t *)mnh_alloc((size_t)ROWS * (rp + 16) * sizeof(uint16_t));
     p->xw = (int16_t *)mnh_alloc((rows * 2 * kx + 16) * sizeof(int16_t));
     p->xq = (int16_t *)mnh_alloc((rows * rp + 16) * sizeof(int16_t));
-    p->hw = (int16_t *)mnh_alloc(((size_t)batch * 2 * kh + 16) * sizeof(int16_t));
-    p->cell = (int16_t *)mnh_alloc((size_t)batch * up * sizeof(int16_t));
-    p->tc = (int16_t *)mnh_alloc((size_t)up * sizeof(int16_t));
+    const size_t nb = (size_t)batch * units;
+    p->gms = (int)((nb + 15) / 16 * 16 + 16);
+    p->gm = (int16_t *)mnh_alloc((size_t)GATES * p->gms * sizeof(int16_t));
+    p->h8 = (int8_t *)mnh_alloc(nb + 32);
+    p->hw = (int16_t *)mnh_alloc((nb + 32) * sizeof(int16_t));
+    p->cell = (int16_t *)mnh_alloc((nb + 32) * sizeof(int16_t));
+    p->tc = (int16_t *)mnh_alloc((nb + 32) * sizeof(int16_t));
     p->lut_gate = (int16_t *)mnh_alloc((size_t)2 * HALF * sizeof(int16_t));
-    p->kfix = (int16_t *)mnh_alloc(((size_t)rp + 16) * sizeof(int16_t));
     p->pre = (int16_t *)mnh_alloc((size_t)ROWS * (rp + 16) * sizeof(int16_t));
     p->lut_cell = (int16_t *)mnh_alloc((65536 + 2) * sizeof(int16_t));
     if (!p->w_in || !p->w_rec || !p->b_in || !p->b_rec || !p->gates || !p->idx || !p->xw || !p->xq || !p->hw || !p->cell || !p->tc ||
-        !p->lut_gate || !p->lut_cell || !p->kfix || !p->pre)
+        !p->lut_gate || !p->lut_cell || !p->pre || !p->gm || !p->h8)
         return NULL;
     { /* the portable kernel's own activations, once per int16 value */
         const uint16_t *table = MN_P(const uint16_t, TABLE);
@@ -162,7 +167,7 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
         pack_gate(p->w_rec, MN_P(const int8_t, W_REC + g), g, units, units, quant[3 * (GATES + g) + 2]);
         for (int u = 0; u < units; u++) {
             const int r = g * units + u;
-            p->b_in[r] = bias_in[r], p->b_rec[r] = bias_rec[r], p->kfix[r] = g == CELL_GATE ? 0 : (int16_t)-32768;
+            p->b_in[r] = bias_in[r], p->b_rec[r] = bias_rec[r];
         }
     }
     mnh_keep(slot, args, p);
@@ -327,33 +332,50 @@ static void gate_rows(const lstm_pack *p, const int16_t *const *h, const int16_t
 }
 
 
-/* The cell and hidden updates of one batch row from its gate values g: cell c, hidden hw, output row o */
-static inline void update_row(const lstm_pack *p, const int16_t *g, int16_t *c, int16_t *hw, int8_t *o, int units,
-                              __m256i clip_lo, __m256i clip_hi, int32_t hidden_zp) {
-    const int16_t *gf = g + FORGET * units, *gi = g + INPUT_GATE * units;
-    const int16_t *gc = g + CELL_GATE * units, *go = g + OUTPUT_GATE * units;
-    for (int u = 0; u < p->up; u += 8) {
-        const __m256i kept = requantv(mul16(gf + u, c + u), p->el[0], p->kind[8], 0,
-                                      -32768, 32767);
-        const __m256i added = requantv(mul16(gi + u, gc + u), p->el[1], p->kind[9], 0,
-                                       -32768, 32767);
+/* One batch row's gate values (gi, row order g * units + u) with a negative pre's fixed (2^15 - entry for the
+ * sigmoid gates, -entry for the cell gate: int16 wrap-around), copied into the gate-major rows dst + g * gms */
+static inline void fix_copy(const int16_t *gi, const int16_t *pre, int16_t *dst, int gms, int units) {
+    for (int g = 0; g < GATES; g++) {
+        const int16_t kf = g == CELL_GATE ? 0 : (int16_t)-32768;
+        const int16_t *s = gi + g * units, *ps = pre + g * units;
+        int16_t *d = dst + (size_t)g * gms;
+        if (units >= 16) {
+            const __m256i k = _mm256_set1_epi16(kf);
+            for (int u = 0;; u += 16) { /* the last 16 overlap the previous ones: the same values again */
+                if (u > units - 16) u = units - 16;
+                const __m256i t = _mm256_loadu_si256((const __m256i *)(s + u));
+                const __m256i neg = _mm256_srai_epi16(_mm256_loadu_si256((const __m256i *)(ps + u)), 15);
+                _mm256_storeu_si256((__m256i *)(d + u), _mm256_blendv_epi8(t, _mm256_sub_epi16(k, t), neg));
+                if (u == units - 16) break;
+            }
+        } else {
+            for (int u = 0; u < units; u++)
+                d[u] = ps[u] < 0 ? (int16_t)(uint16_t)((uint16_t)kf - (uint16_t)s[u]) : s[u];
+        }
+    }
+}
+
+/* The cell and hidden updates of every batch row at once (n = batch * units values, gate-major gate values): the
+ * cell c, the hidden rows hw and their int8 copy h8 (8 values a vector; the padding past n computes values nobody
+ * reads, or multiplies them by zero weights) */
+static void update_all(const lstm_pack *p, int n, __m256i clip_lo, __m256i clip_hi, int32_t hidden_zp) {
+    const int16_t *gf = p->gm + FORGET * p->gms, *gi = p->gm + INPUT_GATE * p->gms;
+    const int16_t *gc = p->gm + CELL_GATE * p->gms, *go = p->gm + OUTPUT_GATE * p->gms;
+    int16_t *c = p->cell, *tc = p->tc, *hw = p->hw;
+    int8_t *h8 = p->h8;
+    const int16_t *lut = p->lut_cell + 32768;
+    for (int u = 0; u < n; u += 8) {
+        const __m256i kept = requantv(mul16(gf + u, c + u), p->el[0], p->kind[8], 0, -32768, 32767);
+        const __m256i added = requantv(mul16(gi + u, gc + u), p->el[1], p->kind[9], 0, -32768, 32767);
         const __m256i cell = _mm256_min_epi32(_mm256_max_epi32(sat16v(_mm256_add_epi32(kept, added)), clip_lo), clip_hi);
         store16(c + u, cell);
     }
-    int16_t *tcs = p->tc;
-    for (int u = 0; u < p->up; u++) tcs[u] = p->lut_cell[c[u] + 32768];
-    for (int u = 0; u < p->up; u += 8) {
-        const __m256i h = requantv(mul16(go + u, tcs + u), p->el[2], p->kind[10], hidden_zp, -128, 127);
+    for (int u = 0; u < n; u++) tc[u] = lut[c[u]];
+    for (int u = 0; u < n; u += 8) {
+        const __m256i h = requantv(mul16(go + u, tc + u), p->el[2], p->kind[10], hidden_zp, -128, 127);
         const __m128i h16 = _mm_packs_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-        const int n = units - u < 8 ? units - u : 8;
-        if (n == 8) {
-            _mm_storeu_si128((__m128i *)(hw + u), h16);
-            _mm_storel_epi64((__m128i *)(o + u), _mm_packs_epi16(h16, h16));
-        } else {
-            int16_t tmp[8];
-            _mm_storeu_si128((__m128i *)tmp, h16);
-            for (int j = 0; j < n; j++) hw[u + j] = tmp[j], o[u + j] = (int8_t)tmp[j];
-        }
+        _mm_storeu_si128((__m128i *)(hw + u), h16);
+        _mm_storel_epi64((__m128i *)(h8 + u), _mm_packs_epi16(h16, h16));
     }
 }
 
@@ -368,7 +390,7 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
     int8_t *hidden_all = MN_P(int8_t, HIDDEN);
     int16_t *cell_all = MN_P(int16_t, CELL);
     const int batch = MN_I(BATCH), steps = MN_I(STEPS), n_input = MN_I(N_INPUT), units = MN_I(UNITS);
-    const int time_major = MN_I(TIME_MAJOR), up = p->up, kh = p->kh, kx = p->kx, rp = 8 * p->blocks;
+    const int time_major = MN_I(TIME_MAJOR), kx = p->kx, rp = 8 * p->blocks, nb = batch * units;
     const int rows = batch * steps, gs = rp + 16, cell0 = CELL_GATE * units, cell1 = cell0 + units;
     const int32_t clip = MN_I(USE_CLIP) ? MN_I(CLIP) : 32767, hidden_zp = MN_I(HIDDEN_ZP);
     const __m256i clip_lo = _mm256_set1_epi32(-clip), clip_hi = _mm256_set1_epi32(clip);
@@ -385,11 +407,9 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
         }
         input_rows(p, x, q, R);
     }
-    for (int b = 0; b < batch; b++) { /* the state into the padded copies */
-        int16_t *hw = p->hw + (size_t)b * 2 * kh, *c = p->cell + (size_t)b * up;
-        for (int u = 0; u < 2 * kh; u++) hw[u] = u < units ? hidden_all[(size_t)b * units + u] : 0;
-        for (int u = 0; u < up; u++) c[u] = u < units ? cell_all[(size_t)b * units + u] : 0;
-    }
+    /* the state into the working copies: row b's hidden values at hw + b * units (an odd count's last pair reads
+     * the next row's first value, or the padding, against a zero weight) */
+    for (int i = 0; i < nb; i++) p->hw[i] = hidden_all[i], p->cell[i] = cell_all[i];
     for (int t = 0; t < steps; t++) {
         for (int b = 0; b < batch; b += ROWS) {
             const int R = batch - b < ROWS ? batch - b : ROWS;
@@ -399,7 +419,7 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
             int16_t *pr[ROWS];
             for (int i = 0; i < ROWS; i++) {
                 const int bi = i < R ? b + i : b, row = time_major ? t * batch + bi : bi * steps + t;
-                h[i] = p->hw + (size_t)bi * 2 * kh, xq[i] = p->xq + (size_t)row * rp, g[i] = p->gates + (size_t)i * gs;
+                h[i] = p->hw + (size_t)bi * units, xq[i] = p->xq + (size_t)row * rp, g[i] = p->gates + (size_t)i * gs;
                 ix[i] = p->idx + (size_t)i * gs, pr[i] = p->pre + (size_t)i * gs;
             }
             gate_rows(p, h, xq, ix, pr, R);
@@ -410,25 +430,16 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
                 for (int r = 0; r < cell0; r++) gi[r] = sig[idx[r]];
                 for (int r = cell0; r < cell1; r++) gi[r] = cg[idx[r]];
                 for (int r = cell1; r < GATES * units; r++) gi[r] = sig[idx[r]];
-                for (int r = 0; r < GATES * units; r += 16) { /* negative pre: kfix - entry */
-                    const __m256i t = _mm256_loadu_si256((const __m256i *)(gi + r));
-                    const __m256i neg = _mm256_srai_epi16(_mm256_loadu_si256((const __m256i *)(pr[i] + r)), 15);
-                    const __m256i k = _mm256_loadu_si256((const __m256i *)(p->kfix + r));
-                    _mm256_storeu_si256((__m256i *)(gi + r), _mm256_blendv_epi8(t, _mm256_sub_epi16(k, t), neg));
-                }
-            }
-            for (int i = 0; i < R; i++) {
-                const int bi = b + i, row = time_major ? t * batch + bi : bi * steps + t;
-                update_row(p, g[i], p->cell + (size_t)bi * up, p->hw + (size_t)bi * 2 * kh, out + (size_t)row * units,
-                           units, clip_lo, clip_hi, hidden_zp);
+                fix_copy(gi, pr[i], p->gm + (size_t)(b + i) * units, p->gms, units);
             }
         }
+        update_all(p, nb, clip_lo, clip_hi, hidden_zp);
+        if (time_major) memcpy(out + (size_t)t * nb, p->h8, (size_t)nb);
+        else
+            for (int b = 0; b < batch; b++)
+                memcpy(out + ((size_t)b * steps + t) * units, p->h8 + (size_t)b * units, (size_t)units);
     }
-    for (int b = 0; b < batch; b++) { /* the state back */
-        const int16_t *hw = p->hw + (size_t)b * 2 * kh, *c = p->cell + (size_t)b * up;
-        for (int u = 0; u < units; u++)
-            hidden_all[(size_t)b * units + u] = (int8_t)hw[u], cell_all[(size_t)b * units + u] = c[u];
-    }
+    for (int i = 0; i < nb; i++) hidden_all[i] = (int8_t)p->hw[i], cell_all[i] = p->cell[i]; /* the state back */
 }
 #else
 void mn_unidirectional_sequence_lstm_s8(const mn_word *args) { mn_unidirectional_sequence_lstm_s8_portable(args); }
