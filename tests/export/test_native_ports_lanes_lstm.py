@@ -4,7 +4,9 @@ batch rows per weight load (odd batches leave one), up to 6 blocks of 8 gate row
 pack, odd counts leave one), and the activations as tables of each int16 magnitude. On batch counts 2, 3, 16 and
 17, time-major or not, streamed state or not, the port gives the portable kernel's, the interpreter's and the
 wheel's bytes; the twins of both real int8 LSTMs give, row by row, what the one-sample library gives, the portable
-twin the same, and the wheel on a few samples."""
+twin the same, and the wheel on a few samples. The cell and hidden updates run over every batch row's units at
+once (gate values gate-major, rows back to back: an odd unit count's last hidden pair reads the next row's first
+value against a zero weight), so odd and even unit counts on odd batch counts, with weight offsets, are here too."""
 
 from __future__ import annotations
 
@@ -43,6 +45,10 @@ LSTM = [
     {"input_zp": 127, "hidden_zp": -128, "weight_zp": -5, "units": 13, "cell_power": -15, "weight_scale": 3.0},  # 7
     {"bias_scale": 1e6, "units": 12, "hidden_scale": 1e-4},  # sums that wrap int32
     {"in_scale": 0.5, "hidden_scale": 0.25, "weight_scale": 3.0, "cell_power": -11},  # general requantization
+    # the gate values copied gate-major 16 at a time (the last 16 overlapping) from 16 units up, one by one below
+    {"units": 16, "n_input": 5, "steps": 2, "weight_zp": 3},
+    {"units": 15, "n_input": 4, "steps": 2, "weight_zp": -7, "hidden_zp": -128},
+    {"units": 33, "n_input": 3, "steps": 2, "time_major": True, "weight_zp": 2, "weight_scale": 4.0},
 ]
 
 
