@@ -36,6 +36,8 @@ typedef struct {
     int32_t rq[8][3][8];    /* per product (4 input, 4 recurrent): mult, left, right as 8 lanes */
     int32_t el[3][3][8];    /* forget * cell, input * cell gate, tanh(cell) * output: mult, left, right */
     int kind[11];           /* per product (8 gates', then the 3 above): RQ_GENERAL, RQ_FOLDED or RQ_HALF */
+    int half16;             /* the cell update in int16 lanes (half16): both its products RQ_HALF with shifts 14..29,
+                             * every sigmoid value >= 0, a clip within int16 */
     int16_t *gates;         /* the 4 * units gate values of one step, 2 batch rows (row r = gate * units + unit) */
     int16_t *gm;            /* every batch row's gate values, gate-major: gm + g * gms + b * units + u */
     int gms;                /* the gate stride of gm (batch * units, padded) */
@@ -142,7 +144,11 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
             p->lut_cell[v + 32768] = tanh16(table, (int32_t)((uint32_t)v * tanh_mul + tanh_rnd) >> tanh_shift);
         }
         if (!ok) return NULL;
+        p->half16 = 1;
+        for (int32_t a = 0; a <= 32768; a++) p->half16 &= sig[a] >= 1; /* so 2^15 - sig[a] >= 1 too */
     }
+    for (int k = 8; k < 10; k++) p->half16 &= p->kind[k] == RQ_HALF && p->el[k - 8][2][0] >= 14 && p->el[k - 8][2][0] <= 29;
+    if (MN_I(USE_CLIP) && (MN_I(CLIP) < 0 || MN_I(CLIP) > 32767)) p->half16 = 0;
     for (int side = 0; side < 2; side++) {
         p->fold[side] = 1;
         for (int g = 0; g < GATES; g++) p->fold[side] &= p->kind[side * GATES + g] == RQ_FOLDED;
@@ -355,6 +361,31 @@ static inline void fix_copy(const int16_t *gi, const int16_t *pre, int16_t *dst,
     }
 }
 
+/* An RQ_HALF product of int16 a >= 0 and b, with a right shift e of 14..29, in 16 int16 lanes: with x = a b,
+ * requantv's floor((floor((x + 1) / 2) + 2^(e-1) - [x <= -2]) / 2^e) is floor((x + 2^e + d) / 2^(e+1)), d = 1 for
+ * x >= 0, else -1; x is hi 2^16 + lo (mulhi, mullo), |x| < 2^30, so the result fits int16 and each case below is
+ * that floor split at bit 16 (checked against requantv's steps for every a >= 0 and b at e = 14..18, 20, 23, 29) */
+static inline __m256i half16(__m256i a, __m256i b, int e) {
+    const __m256i hi = _mm256_mulhi_epi16(a, b), lo = _mm256_mullo_epi16(a, b);
+    const __m256i neg = _mm256_srai_epi16(hi, 15); /* x < 0 */
+    if (e == 14) { /* 2 hi + (lo >> 15) + ((lo & 0x7FFF) + 2^14 + d) >> 15 (logical shifts) */
+        const __m256i t = _mm256_add_epi16(
+            _mm256_add_epi16(_mm256_and_si256(lo, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(0x4001)),
+            _mm256_add_epi16(neg, neg));
+        return _mm256_add_epi16(_mm256_add_epi16(_mm256_add_epi16(hi, hi), _mm256_srli_epi16(lo, 15)),
+                                _mm256_srli_epi16(t, 15));
+    }
+    if (e == 15) { /* hi + [lo >= 2^15 - d] (unsigned lo) */
+        const __m256i thr = _mm256_andnot_si256(neg, _mm256_set1_epi16(-2));
+        return _mm256_sub_epi16(hi, _mm256_cmpgt_epi16(_mm256_xor_si256(lo, _mm256_set1_epi16(-32768)), thr));
+    }
+    /* (hi + 2^(e-16) + c) >> (e - 15), c = [lo == 0xFFFF] for x >= 0, -[lo == 0] for x < 0 */
+    const __m256i cpos = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_cmpeq_epi16(lo, _mm256_set1_epi16(-1)));
+    const __m256i c = _mm256_blendv_epi8(cpos, _mm256_cmpeq_epi16(lo, _mm256_setzero_si256()), neg);
+    return _mm256_sra_epi16(_mm256_add_epi16(_mm256_add_epi16(hi, _mm256_set1_epi16((int16_t)(1 << (e - 16)))), c),
+                            _mm_cvtsi32_si128(e - 15));
+}
+
 /* The cell and hidden updates of every batch row at once (n = batch * units values, gate-major gate values): the
  * cell c, the hidden rows hw and their int8 copy h8 (8 values a vector; the padding past n computes values nobody
  * reads, or multiplies them by zero weights) */
@@ -364,6 +395,17 @@ static void update_all(const lstm_pack *p, int n, __m256i clip_lo, __m256i clip_
     int16_t *c = p->cell, *tc = p->tc, *hw = p->hw;
     int8_t *h8 = p->h8;
     const int16_t *lut = p->lut_cell + 32768;
+    if (p->half16) { /* 16 a vector; the int16 sum saturated is sat16(kept + added) */
+        const int ef = p->el[0][2][0], ei = p->el[1][2][0];
+        const __m256i lo = _mm256_set1_epi16((int16_t)_mm256_extract_epi32(clip_lo, 0));
+        const __m256i hi = _mm256_set1_epi16((int16_t)_mm256_extract_epi32(clip_hi, 0));
+        for (int u = 0; u < n; u += 16) {
+#define MN_LD(q) _mm256_loadu_si256((const __m256i *)(q))
+            const __m256i kept = half16(MN_LD(gf + u), MN_LD(c + u), ef), added = half16(MN_LD(gi + u), MN_LD(gc + u), ei);
+#undef MN_LD
+            _mm256_storeu_si256((__m256i *)(c + u), _mm256_min_epi16(_mm256_max_epi16(_mm256_adds_epi16(kept, added), lo), hi));
+        }
+    } else
     for (int u = 0; u < n; u += 8) {
         const __m256i kept = requantv(mul16(gf + u, c + u), p->el[0], p->kind[8], 0, -32768, 32767);
         const __m256i added = requantv(mul16(gi + u, gc + u), p->el[1], p->kind[9], 0, -32768, 32767);
@@ -393,7 +435,8 @@ void mn_unidirectional_sequence_lstm_s8(const mn_word *args) {
     const int time_major = MN_I(TIME_MAJOR), kx = p->kx, rp = 8 * p->blocks, nb = batch * units;
     const int rows = batch * steps, gs = rp + 16, cell0 = CELL_GATE * units, cell1 = cell0 + units;
     const int32_t clip = MN_I(USE_CLIP) ? MN_I(CLIP) : 32767, hidden_zp = MN_I(HIDDEN_ZP);
-    const __m256i clip_lo = _mm256_set1_epi32(-clip), clip_hi = _mm256_set1_epi32(clip);
+    /* without a clip only sat16 (the portable kernel keeps -32768) */
+    const __m256i clip_lo = _mm256_set1_epi32(MN_I(USE_CLIP) ? -clip : -32768), clip_hi = _mm256_set1_epi32(clip);
 
     /* every input row's products first (they do not depend on the state): each weight load serves ROWS rows */
     for (int r = 0; r < rows; r++) mnh_widen(p->xw + (size_t)r * 2 * kx, in + (size_t)r * n_input, n_input);
