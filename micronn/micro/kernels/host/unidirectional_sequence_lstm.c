@@ -15,9 +15,12 @@
  * weight load, and kept requantized to int16 (mnh_requant8, exact for multipliers >= 0, or the folded form; two
  * blocks per saturating pack). Then per step, two batch rows at a time (one weight load for both, up to 6 blocks
  * of sums in registers): the recurrent sums, their requantization, the saturating int16 add of the input side's
- * (sat16(sat16(x) + sat16(h)), as the reference), the table entries; then per row the cell and hidden updates 8
- * units at a time. Rows are independent, and each row's operations are the reference's in its order. The state lives in
- * padded per-row copies during the call and is written back at its end. Multipliers < 0 or shifts beyond +-31
+ * (sat16(sat16(x) + sat16(h)), as the reference), the table entries, copied gate-major (gate, row, unit) with the
+ * sign fix-up; then the cell and hidden updates of every row at once (batch * units values back to back: no lanes
+ * lost to a row's padding), the cell update 16 int16 lanes a vector where its products allow (half16). Rows are
+ * independent, and each row's operations are the reference's in its order. The state lives in copies with the rows
+ * back to back during the call (an odd unit count's last hidden pair reads the next row's first value against a
+ * zero weight) and is written back at its end. Multipliers < 0 or shifts beyond +-31
  * (never from QuantizeMultiplier) run the portable kernel.
  */
 #define mn_unidirectional_sequence_lstm_s8 mn_unidirectional_sequence_lstm_s8_portable
