@@ -18,7 +18,8 @@ interpreter beside the wheel (the issue's goal: at most 1.3x).
 Batched (``--batch`` samples, default 256, 0 skips it): ``NativeModel.run_chunk`` on one thread, every sample from
 the initial state, the loop over samples in C (NativeModel uses the AVX2 host ports of the hot kernels where the
 host has AVX2, ``micronn/micro/kernels/host/``; the batch-1 ``native`` column too): its samples per second, against
-the wheel's and LiteRT's (one thread) single-invoke rates, which is what they offer for a data set (``xN``
+the wheel's and LiteRT's (one thread) single-invoke rates, which is what they offer for a data set, timed in
+the same rounds as micronn's, alternating, so that the machine's varying load falls on all three alike (``xN``
 columns: micronn's rate over theirs; the issue's goals: at least 1 against LiteRT, at least 20 against the wheel).
 ``lanes``: samples per native invoke (``NativeModel.lanes``: small models whose operators keep samples apart run
 as a twin with that many batch rows). ``same`` also checks the batched outputs: each sample's bytes equal the
@@ -101,9 +102,11 @@ def _batch_inputs(model, n: int) -> list[np.ndarray]:
     return out
 
 
-def measure_batch(native: NativeModel, wheel, xs: list[np.ndarray], runs: int) -> dict:
-    """Samples per second of one native call over ``len(xs[0])`` samples (fastest of a few calls), and whether
-    every sample's outputs are the wheel's (checked on up to 16 samples, each from a fresh wheel state)."""
+def measure_batch(native: NativeModel, wheel, xs: list[np.ndarray], runs: int, peers: dict) -> dict:
+    """Samples per second of one native call over ``len(xs[0])`` samples, and whether every sample's outputs are
+    the wheel's (checked on up to 16 samples, each from a fresh wheel state). ``peers`` (name -> their single
+    invoke) are timed in the same rounds, alternating with the native call, so a phase of the machine's load
+    falls on every engine alike: each figure is the fastest of its rounds (``<name>_batch_per_s``)."""
     n = len(xs[0])
     outs, done, status = native.run_chunk(xs)
     if done < n:
@@ -115,8 +118,16 @@ def measure_batch(native: NativeModel, wheel, xs: list[np.ndarray], runs: int) -
             wheel.set_input(x[k], i)
         wheel.invoke()
         same &= all(np.array(wheel.get_output(j)).tobytes() == o[k].tobytes() for j, o in enumerate(outs))
-    best = best_of(lambda: native.run_chunk(xs), max(1, min(runs, 5)), budget_s=4.0)
-    return {"native_batch_per_s": n / best, "same_batch": same}
+    best = {"native": float("inf"), **{name: float("inf") for name in peers}}
+    start = time.perf_counter()
+    for _ in range(max(1, runs)):
+        best["native"] = min(best["native"], best_of(lambda: native.run_chunk(xs), 1))
+        for name, invoke in peers.items():
+            best[name] = min(best[name], best_of(invoke, 3))
+        if time.perf_counter() - start > 6.0:
+            break
+    return {"native_batch_per_s": n / best["native"], "same_batch": same,
+            **{f"{name}_batch_per_s": 1 / best[name] for name in peers}}
 
 
 # One inference in a fresh process: its peak resident memory (MiB), which includes the imports (numpy and the
@@ -178,11 +189,12 @@ def measure(path: Path, runs: int, batch: int = 0, rss: bool = True) -> dict:
         native.invoke()
         row["same_native"] = [native.get_output(i).tobytes() for i in range(n_out)] == want
         row["native_ms"] = best_of(native.invoke, runs) * 1e3
-        if batch:
-            row.update(measure_batch(native, wheel, _batch_inputs(ours.model, batch), runs), lanes=native.lanes)
     invoke, note = _litert(data, xs)
     row["litert_ms"] = best_of(invoke, runs) * 1e3 if invoke else None
     row["litert_note"] = note
+    if batch and row["native_ms"] is not None:
+        peers = {"tflm": wheel.invoke, **({"litert": invoke} if invoke else {})}
+        row.update(measure_batch(native, wheel, _batch_inputs(ours.model, batch), runs, peers), lanes=native.lanes)
     if rss:
         row["rss_tflm_mib"] = peak_rss_mib("wheel", path, len(xs))
         row["rss_mib"] = peak_rss_mib("micronn", path, len(xs))
@@ -225,7 +237,7 @@ def main() -> None:
             rate = r.get("native_batch_per_s")
             if rate is None:
                 continue
-            tflm, lite = 1e3 / r["tflm_ms"], (1e3 / r["litert_ms"] if r["litert_ms"] else None)
+            tflm, lite = r["tflm_batch_per_s"], r.get("litert_batch_per_s")
             lite_s = f"{lite:>10.0f}" if lite else f"{'-':>10}"
             vs_lite = f"{rate / lite:>9.2f}x" if lite else f"{'-':>10}"
             print(f"{r['model']:<28}{rate:>11.0f}{tflm:>10.0f}{lite_s}{rate / tflm:>8.1f}x{vs_lite}"
