@@ -67,6 +67,29 @@ typedef struct {
     size_t x_step, w_step; /* floats between two pixels' inputs (stride * in_c), between two blocks' weights */
 } fconv_call;
 
+/* The sums acc of P pixels x B blocks from block bl (exact: some sum is a NaN, so the bias is added the scalar
+ * way) plus the bias, clamped, stored at o[p] + 8 * (bl + j): the last block's lanes past out_c are not stored. */
+__attribute__((always_inline)) static inline void fconv_store(const fconv_call *cc, const __m256 *acc, int exact, int bl,
+                                                              float *const *o, int out_c, const int P, const int B) {
+    const __m256 lo = _mm256_set1_ps(*cc->lo), hi = _mm256_set1_ps(*cc->hi);
+    for (int j = 0; j < B; j++) {
+        const int c0 = (bl + j) * 8;
+        const __m256 bias = _mm256_loadu_ps(cc->bias + c0);
+        for (int p = 0; p < P; p++) {
+            __m256 y = acc[p * B + j];
+            if (cc->has_bias) y = exact ? mnh_add_ps(y, bias) : _mm256_add_ps(y, bias);
+            y = fclamp(y, lo, hi);
+            if (c0 + 8 <= out_c) {
+                _mm256_storeu_ps(o[p] + c0, y);
+            } else {
+                float tail[8];
+                _mm256_storeu_ps(tail, y);
+                for (int i = 0; c0 + i < out_c; i++) o[p][c0 + i] = tail[i];
+            }
+        }
+    }
+}
+
 /* P pixels (inputs x + p * x_step) x B blocks of 8 channels from block `bl`: each lane's sum over taps (fy, fx, c)
  * of rows x_rows[fy] (nr rows), columns [fx0, fx1), then bias and clamp, stored at o[p] + 8 * (bl + j). */
 __attribute__((always_inline)) static inline void fconv_tile(const fconv_call *cc, const float *const *x_rows, int nr,
@@ -105,23 +128,7 @@ __attribute__((always_inline)) static inline void fconv_tile(const fconv_call *c
     if (exact) SUMS(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
 #undef SUMS
 #undef TAP
-    const __m256 lo = _mm256_set1_ps(*cc->lo), hi = _mm256_set1_ps(*cc->hi);
-    for (int j = 0; j < B; j++) {
-        const int c0 = (bl + j) * 8;
-        const __m256 bias = _mm256_loadu_ps(cc->bias + c0);
-        for (int p = 0; p < P; p++) {
-            __m256 y = acc[p * B + j];
-            if (cc->has_bias) y = exact ? mnh_add_ps(y, bias) : _mm256_add_ps(y, bias);
-            y = fclamp(y, lo, hi);
-            if (c0 + 8 <= out_c) {
-                _mm256_storeu_ps(o[p] + c0, y);
-            } else {
-                float tail[8];
-                _mm256_storeu_ps(tail, y);
-                for (int i = 0; c0 + i < out_c; i++) o[p][c0 + i] = tail[i];
-            }
-        }
-    }
+    fconv_store(cc, acc, exact, bl, o, out_c, P, B);
 }
 
 /* a tile of `pixels` pixels (1 to the shape's P), all out_c channels: blocks B at a time */
@@ -205,24 +212,9 @@ __attribute__((always_inline)) static inline void fconv_flat(const fconv_call *c
     const int exact = mnh_any_nan(acc, P * B);
     if (exact) FLAT(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
 #undef FLAT
-    const __m256 lo = _mm256_set1_ps(*cc->lo), hi = _mm256_set1_ps(*cc->hi);
-    for (int j = 0; j < B; j++) {
-        const int c0 = (bl + j) * 8;
-        const __m256 bias = _mm256_loadu_ps(cc->bias + c0);
-        for (int p = 0; p < P; p++) {
-            __m256 y = acc[p * B + j];
-            if (cc->has_bias) y = exact ? mnh_add_ps(y, bias) : _mm256_add_ps(y, bias);
-            y = fclamp(y, lo, hi);
-            float *dst = o + (size_t)p * out_c + c0;
-            if (c0 + 8 <= out_c) {
-                _mm256_storeu_ps(dst, y);
-            } else {
-                float tail[8];
-                _mm256_storeu_ps(tail, y);
-                for (int i = 0; c0 + i < out_c; i++) dst[i] = tail[i];
-            }
-        }
-    }
+    float *op[P];
+    for (int p = 0; p < P; p++) op[p] = o + (size_t)p * out_c;
+    fconv_store(cc, acc, exact, bl, op, out_c, P, B);
 }
 
 /* P pixels, all blocks (4 at a time, then the last 1 to 3) */

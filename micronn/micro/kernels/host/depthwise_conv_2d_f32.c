@@ -23,6 +23,23 @@ typedef struct {
     float lo, hi;
 } fdw_call;
 
+/* The sums acc of P pixels x B blocks of 8 channels from channel c (exact: some sum is a NaN, so the bias is added
+ * the scalar way) plus the bias, clamped, stored at o[p] + c + 8 * j. */
+__attribute__((always_inline)) static inline void fdw_store(const fdw_call *cc, const __m256 *acc, int exact, int c,
+                                                            float *const *o, const int P, const int B) {
+    const __m256 lo = _mm256_set1_ps(cc->lo), hi = _mm256_set1_ps(cc->hi);
+    for (int j = 0; j < B; j++) {
+        const __m256 bias = cc->bias ? _mm256_loadu_ps(cc->bias + c + 8 * j) : _mm256_setzero_ps();
+        for (int p = 0; p < P; p++) {
+            __m256 total = acc[p * B + j];
+            if (cc->bias) total = exact ? mnh_add_ps(bias, total) : _mm256_add_ps(bias, total); /* a NaN bias wins */
+            total = _mm256_blendv_ps(total, lo, _mm256_cmp_ps(total, lo, _CMP_LT_OQ));
+            total = _mm256_blendv_ps(total, hi, _mm256_cmp_ps(hi, total, _CMP_LT_OQ));
+            _mm256_storeu_ps(o[p] + c + 8 * j, total);
+        }
+    }
+}
+
 /* P pixels (inputs x + p * x_step) x B blocks of 8 channels from channel c: each lane's sum over taps (fy, fx) of
  * the rows x (nr of them, dh rows apart, first filter row fy0), columns [fx0, fx1), then bias and clamp. */
 __attribute__((always_inline)) static inline void fdw_tile(const fdw_call *cc, const float *x, int nr, int dh, int fy0,
@@ -49,17 +66,7 @@ __attribute__((always_inline)) static inline void fdw_tile(const fdw_call *cc, c
     const int exact = mnh_any_nan(acc, P * B);
     if (exact) SUMS(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
 #undef SUMS
-    const __m256 lo = _mm256_set1_ps(cc->lo), hi = _mm256_set1_ps(cc->hi);
-    for (int j = 0; j < B; j++) {
-        const __m256 bias = cc->bias ? _mm256_loadu_ps(cc->bias + c + 8 * j) : _mm256_setzero_ps();
-        for (int p = 0; p < P; p++) {
-            __m256 total = acc[p * B + j];
-            if (cc->bias) total = exact ? mnh_add_ps(bias, total) : _mm256_add_ps(bias, total); /* a NaN bias wins */
-            total = _mm256_blendv_ps(total, lo, _mm256_cmp_ps(total, lo, _CMP_LT_OQ));
-            total = _mm256_blendv_ps(total, hi, _mm256_cmp_ps(hi, total, _CMP_LT_OQ));
-            _mm256_storeu_ps(o[p] + c + 8 * j, total);
-        }
-    }
+    fdw_store(cc, acc, exact, c, o, P, B);
 }
 
 /* ---- windows inside the input: runs of pixels of a row, without per-tile setup ----------------------------------
@@ -88,17 +95,9 @@ __attribute__((always_inline)) static inline void fdw_flat(const fdw_call *cc, c
     const int exact = mnh_any_nan(acc, P * B);
     if (exact) FLAT(mnh_add_ps, mnh_mul_ps); /* a NaN sum: again, each NaN the scalar code's (total's, input's) */
 #undef FLAT
-    const __m256 lo = _mm256_set1_ps(cc->lo), hi = _mm256_set1_ps(cc->hi);
-    for (int j = 0; j < B; j++) {
-        const __m256 bias = cc->bias ? _mm256_loadu_ps(cc->bias + c + 8 * j) : _mm256_setzero_ps();
-        for (int p = 0; p < P; p++) {
-            __m256 total = acc[p * B + j];
-            if (cc->bias) total = exact ? mnh_add_ps(bias, total) : _mm256_add_ps(bias, total); /* a NaN bias wins */
-            total = _mm256_blendv_ps(total, lo, _mm256_cmp_ps(total, lo, _CMP_LT_OQ));
-            total = _mm256_blendv_ps(total, hi, _mm256_cmp_ps(hi, total, _CMP_LT_OQ));
-            _mm256_storeu_ps(o + (size_t)p * c_n + c + 8 * j, total);
-        }
-    }
+    float *op[P];
+    for (int p = 0; p < P; p++) op[p] = o + (size_t)p * c_n;
+    fdw_store(cc, acc, exact, c, op, P, B);
 }
 
 /* n pixels of a row whose windows lie inside the input (the first's window at x, its output at o), channels a
