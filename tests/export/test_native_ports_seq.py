@@ -243,8 +243,9 @@ def test_kws_ds_cnn_int16x8() -> None:
 # ---- SVDF -----------------------------------------------------------------------------------------------------------
 
 def svdf(*, batch: int = 1, n_input: int = 12, filters: int = 8, rank: int = 2, memory: int = 4, in_zp: int = -3,
-         out_zp: int = 5, seed: int = 0) -> bytes:
-    """An int8 SVDF with an int16 state; feature weights with -128s (the paired layout's corrections)."""
+         out_zp: int = 5, state_zp: int = 0, seed: int = 0) -> bytes:
+    """An int8 SVDF with an int16 state (zero point ``state_zp``); feature weights with -128s (the paired layout's
+    corrections)."""
     rng = np.random.default_rng(seed)
     units = filters // rank
     wf = rng.integers(-128, 128, (filters, n_input))
@@ -258,7 +259,7 @@ def svdf(*, batch: int = 1, n_input: int = 12, filters: int = 8, rank: int = 2, 
         T((filters, memory), "int16", s_wt, 0, data=rng.integers(-32768, 32768, (filters, memory))),
         T((units,), "int32", float(np.float32(s_state) * np.float32(s_wt)), 0,
           data=rng.integers(-50_000, 50_000, units)),
-        T((batch, memory * filters), "int16", s_state, 0, variable=True),
+        T((batch, memory * filters), "int16", s_state, state_zp, variable=True),
     ], [T((batch, units), "int8", s_out, out_zp)], {"rank": rank, "fused_activation_function": 1})
 
 

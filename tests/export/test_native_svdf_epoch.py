@@ -12,36 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_native_ports import _inputs
-from test_native_ports_seq import _id
+from test_native_ports_seq import _id, svdf
 
 import micronn
 from micronn.export.native import NativeModel, _svdf_epoch, with_host_ports
 from micronn.ir import twin_model
-from micronn.testing import T, op_model, run_tflm
+from micronn.testing import run_tflm
 from micronn.tflite.reader import read
 from micronn.tflite.writer import write
 
 MODELS = Path(micronn.__file__).parent / "models"
-
-
-def svdf(*, n_input: int = 12, filters: int = 8, rank: int = 2, memory: int = 4, in_zp: int = -3, out_zp: int = 5,
-         state_zp: int = 0, seed: int = 0) -> bytes:
-    """One int8 SVDF with an int16 state (zero point ``state_zp``), batch 1; feature weights with -128s."""
-    rng = np.random.default_rng(seed)
-    units = filters // rank
-    wf = rng.integers(-128, 128, (filters, n_input))
-    wf.reshape(-1)[rng.choice(wf.size, max(1, wf.size // 8), replace=False)] = -128
-    s_in, s_wf, s_wt = 0.059, 0.0091, 0.5 / 32767
-    s_state = float(np.sqrt(n_input) * 74 * 74 * s_in * s_wf * 3 / 32767)
-    s_out = float(np.sqrt(memory * rank) * (32767 / 3) * (32767 / 2) * s_state * s_wt * 3 / 127)
-    return op_model("SVDF", [
-        T((1, n_input), "int8", s_in, in_zp),
-        T((filters, n_input), "int8", s_wf, 0, data=wf),
-        T((filters, memory), "int16", s_wt, 0, data=rng.integers(-32768, 32768, (filters, memory))),
-        T((units,), "int32", float(np.float32(s_state) * np.float32(s_wt)), 0,
-          data=rng.integers(-50_000, 50_000, units)),
-        T((1, memory * filters), "int16", s_state, state_zp, variable=True),
-    ], [T((1, units), "int8", s_out, out_zp)], {"rank": rank, "fused_activation_function": 1})
 
 
 def drive(m: NativeModel, xs: list[np.ndarray], sizes: tuple[int, ...]) -> list[bytes]:
