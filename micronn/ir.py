@@ -494,7 +494,7 @@ def rows_reason(model: Model, ops: frozenset[str] = ROW_OPS) -> str | None:
     sg = model.main
     states = {i: op for op in sg.operators if op.op in ops & STATE_ROW_OPS
               for k in _STATE_INPUTS[op.op] if k < len(op.inputs) and (i := op.inputs[k]) >= 0}
-    for t in map(sg.tensors.__getitem__, _flowing(sg)):
+    for t in map(sg.tensors.__getitem__, sorted(_flowing(sg))):
         if t.is_variable and t.index not in states:
             return f"tensor {t.index} ({t.name!r}) is a variable: samples would share state"
         if t.is_variable and t.data is not None:
@@ -542,11 +542,10 @@ def _row_reason(sg: Subgraph, op: Operator, ops: frozenset[str], states: dict[in
     return None
 
 
-def _flowing(sg: Subgraph) -> list[int]:
+def _flowing(sg: Subgraph) -> set[int]:
     """The tensors operators read or write and the subgraph's inputs and outputs (not, e.g., the intermediates
     that only carry an LSTM's quantization)."""
-    used = {i for op in sg.operators for i in (*op.inputs, *op.outputs)} | set(sg.inputs) | set(sg.outputs)
-    return sorted(i for i in used if i >= 0)
+    return ({i for op in sg.operators for i in (*op.inputs, *op.outputs)} | set(sg.inputs) | set(sg.outputs)) - {-1}
 
 
 def twin_model(model: Model, n: int) -> Model:

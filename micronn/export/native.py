@@ -215,14 +215,14 @@ class NativeModel:
 
     def __init__(self, model: Model | Source, *, host_ports: bool = True, lanes: int | None = None,
                  **interpreter_kw: Any):
+        if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, (int, np.integer)) or lanes < 1):
+            raise MicronnError(f"lanes is a positive integer or None, got {lanes!r}")
         source = model if isinstance(model, Model) else read(model)
         self.model = source
         self.program = generate(Interpreter(source, **interpreter_kw), PREFIX)
         self._build = {"host_ports": host_ports, **interpreter_kw}
         self._wide: NativeModel | None = None
         self.why_one_lane = lanes_reason(source)
-        if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, (int, np.integer)) or lanes < 1):
-            raise MicronnError(f"lanes is a positive integer or None, got {lanes!r}")
         if self.why_one_lane is not None:
             lanes = 1
         elif lanes is None:
