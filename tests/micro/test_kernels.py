@@ -255,6 +255,7 @@ CASES = {
     "pad_int16_5d": pad("int16", (1, 2, 1, 2, 3), [[0, 1], [1, 0], [0, 0], [1, 1], [0, 2]]),
     "padv2_f32": pad("float32", (3, 4), [[1, 1], [0, 3]], value=2.5), "padv2_i8": pad("int8", (4,), [[2, 1]], 7),
     "slice": strided_slice((3, 4, 5, 6), [0, 1, 4, 1], [3, 4, 0, 6], [1, 2, -2, 2]),
+    "slice_runs": strided_slice((2, 3, 9), [1, 0, 2], [2, 3, 8], [1, 2, 1], "int16"),
     "slice_shrink": strided_slice((4,), [1], [2], [1], "int32", shrink_axis_mask=1, out_shape=()),
     "slice_masks": strided_slice((5, 6), [1, 5], [0, 2], [2, -1], "int16", begin_mask=1, end_mask=1,
                                  out_shape=(3, 3)),

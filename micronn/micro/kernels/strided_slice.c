@@ -1,5 +1,7 @@
 /* STRIDED_SLICE up to 4-D, any element size: gather count[d] elements per axis, `stride[d]` input bytes apart
- * (negative for reversed axes), from `start` bytes into the input. Shrunk axes have a count of one. */
+ * (negative for reversed axes), from `start` bytes into the input. Shrunk axes have a count of one. A contiguous
+ * innermost run (stride one element) that does not overlap its destination is one memcpy: the same bytes as the
+ * element-by-element copy, without a call per element. */
 #include "mn_kernels.h"
 
 enum { OUT, IN, ESIZE, START, COUNT0, STRIDE0, COUNT1, STRIDE1, COUNT2, STRIDE2, COUNT3, STRIDE3 };
@@ -14,6 +16,12 @@ void mn_strided_slice(const mn_word *args) {
         for (int i1 = 0; i1 < n1; i1++)
             for (int i2 = 0; i2 < n2; i2++) {
                 const uint8_t *x = in + i0 * s0 + i1 * s1 + i2 * s2;
+                const size_t run = (size_t)n3 * esize;
+                if ((size_t)s3 == esize && (o + run <= x || x + run <= o)) {
+                    memcpy(o, x, run);
+                    o += run;
+                    continue;
+                }
                 for (int i3 = 0; i3 < n3; i3++, x += s3, o += esize) memcpy(o, x, esize);
             }
 }
