@@ -1,7 +1,10 @@
 """The host ports of the audio front end's signal kernels give the portable kernels' bytes (and the
 interpreter's and the TFLM wheel's). SignalRfft (int16: radix-2/4 stages of span 1, 4 and multiples of 8 in
-vectors): lengths whose half mixes radices 4, 2, 3 and 5 (vector and portable stages side by side), several
-frames, zero padding, inputs at both rails and alternating; the int32 kernel stays portable.
+vectors, the digit-reversed copy as a masked gather, folded into a first stage of span 1, the split eight steps
+at a time): lengths whose half mixes radices 4, 2, 3 and 5 (vector and portable stages side by side, split step
+counts with and without a remainder of 8), several frames, zero padding of even and odd frames, inputs at both
+rails and alternating, sign waves matched to every bin and impulses at every position (values at the int16 rails
+after the stages and in the split); the int32 kernel stays portable; the audio front end on real speech.
 SignalFilterBankSquareRoot: roots near every awkward square, the caps, the whole uint64 range."""
 
 from __future__ import annotations
@@ -52,12 +55,59 @@ def test_rfft_int16_zero_padding_and_int32() -> None:
     assert_all_same(rfft_model(128, "int32", lead=(len(y),)), y)
 
 
+def bin_waves(fft_length: int) -> np.ndarray:
+    """Per bin k and phase: 32767 times the sign of cos(2 pi k t / n + phase), -32768 where it is negative; the
+    frame whose bin k is as large as a frame can make it, so values sit near the rails through the stages and the
+    split. Then impulses of either rail at every position."""
+    t = np.arange(fft_length)
+    rows = [np.where(np.cos(2 * np.pi * k * t / fft_length + ph) >= 0, 32767, -32768)
+            for k in range(fft_length // 2 + 1) for ph in (0.0, 0.4, np.pi / 2)]
+    eye = np.eye(fft_length, dtype=np.int64)
+    return np.concatenate([np.stack(rows), eye * 32767, eye * -32768]).astype(np.int16)
+
+
+@pytest.mark.parametrize("fft_length", [32, 48, 64, 80, 96, 120, 128, 240, 256, 512])
+def test_rfft_int16_rails(fft_length: int) -> None:
+    """Split step counts 8, 12, 16, 20, 24, 30, 32, 60, 64, 128 (vectors and a scalar remainder), after first
+    stages of radix 4 (the gather folded in) or 2 (the gather alone)."""
+    x = bin_waves(fft_length)
+    assert_all_same(rfft_model(fft_length, lead=(len(x),)), x, wheel=fft_length <= 256)
+
+
+@pytest.mark.parametrize("frame", [200, 201, 255, 250, 7])
+def test_rfft_int16_padding(frame: int) -> None:
+    """Frames shorter than the length: even (the gather's mask), odd (a pair half input, half padding: the
+    scalar copy), tiny."""
+    x = np.concatenate([*extremes("int16", (1, frame), frame), bin_waves(256)[::7, :frame]])
+    assert_all_same(rfft_model(256, frame=frame, lead=(len(x),)), x)
+
+
+def speech(frames: int) -> np.ndarray:
+    """Every 8th 480-sample frame (hop 160) of each bundled recording (micro_speech's yes, no, noise, silence;
+    the same as shared/models/audio)."""
+    from micronn.simulate.audio import BUNDLED_AUDIO, bundled_audio
+
+    out = []
+    for name in BUNDLED_AUDIO:
+        pcm = bundled_audio(name)
+        out += [pcm[i:i + 480] for i in range(0, len(pcm) - 480, 160)][::8][:frames]
+    return np.stack(out).astype(np.int16)
+
+
 def test_audio_preprocessor() -> None:
+    """The front end over real speech and noise, then frames at the rails, alternating, square waves and
+    random: consecutive frames (the noise estimate carried) against the portable kernels and the wheel, and
+    each frame from the initial state against the portable kernels."""
     model = bundled_model("audio_preprocessor_int8")
     ported, portable = NativeModel(model), NativeModel(model, host_ports=False)
     rng = np.random.default_rng(5)
-    xs = [rng.integers(-32768, 32768, (4, *v.shape)).astype(v.dtype) for v in ported.inputs]
-    assert [g.tobytes() for g in ported.run_chunk(xs)[0]] == [b.tobytes() for b in portable.run_chunk(xs)[0]]
+    x = np.concatenate([speech(12), *extremes("int16", (1, 480), 3), bin_waves(512)[::9, :480],
+                        rng.integers(-32768, 32768, (8, 480)).astype(np.int16)])[:, None, :]
+    got = ported.run_chunk([x], reset=False)[0][0]
+    assert got.tobytes() == portable.run_chunk([x], reset=False)[0][0].tobytes()
+    wheel = _Tflm(model)
+    assert got.tobytes() == np.stack([wheel.run([f])[0] for f in x]).tobytes()
+    assert ported.run_chunk([x])[0][0].tobytes() == portable.run_chunk([x])[0][0].tobytes()
 
 
 def _sqrt_library(tmp_path: Path) -> ctypes.CDLL:

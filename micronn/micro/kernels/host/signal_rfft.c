@@ -6,9 +6,16 @@
  * and does each butterfly within a 128-bit half. The portable kernel's arithmetic maps onto exact instructions:
  * its rounded Q15 product (x * c + 2^14) >> 15 wrapped to int16 is mulhrs; a complex product's two exact products
  * summed before the rounding are one madd against the twiddle pairs (re, -im) and (im, re), which this port lays
- * out per stage and position once per call site; sums and differences wrap as int16 lanes do. The other stages
- * (radix 3 and 5, span 2, odd group counts, a twiddle of -32768 whose negation does not fit), the digit-reversed
- * copy and the split step are the portable kernel's code; the int32 (Q31) kernel is the portable one.
+ * out per stage and position once per call site; sums and differences wrap as int16 lanes do.
+ * The digit-reversed copy is a masked 32-bit gather of input pairs (an even frame length: a pair is all input or
+ * all padding, masked lanes read nothing and give 0), folded into a first stage of span 1 where there is one.
+ * The split takes steps k .. k + 7 at once, values n - k .. n - k - 7 loaded as one vector and lane-reversed: the
+ * conjugate's negation wraps as the portable sub(0, x) does (before its rounded halving, mulhrs), the twiddle
+ * product is the stages' madd, and the halved sum (difference) of two int16 values, exact in C's int and always in
+ * range, is the sum (difference) of their arithmetic halves plus the carry (minus the borrow) of their low bits.
+ * Left to the portable code: radix 3 and 5, span 2, odd group counts, a twiddle (stage or split) of imaginary part
+ * -32768 whose negation does not fit, odd frame lengths (a scalar copy), a split remainder below 8 steps; the
+ * int32 (Q31) kernel is the portable one.
  */
 #define mn_signal_rfft_s16 mn_signal_rfft_s16_portable
 #define mn_signal_rfft_s32 mn_signal_rfft_s32_portable
@@ -25,7 +32,17 @@ enum { RF_MAX_STAGES = 32 };
 typedef struct {
     int32_t *ta[RF_MAX_STAGES]; /* per vector stage, per input q = 1 .. p-1 and position u: (re, -im) as int16 */
     int32_t *tb[RF_MAX_STAGES]; /* (im, re) */
+    int32_t *sa, *sb;           /* the split's twiddles of k = 1 .. n/2 the same way (NULL: the portable split) */
+    int32_t *gidx, *gmask;      /* per output pair j (n rounded up to 8): its input pair, -1 where it is in */
 } rf_pack;
+
+/* (re, -im) and (im, re) of the twiddle (re, im) as int16 pairs; 0 where -im does not fit. */
+static int rf_pair(const int16_t *t, int32_t *a, int32_t *b) {
+    const int16_t re = t[0], im = t[1];
+    *a = (int32_t)((uint32_t)(uint16_t)re | (uint32_t)(uint16_t)(int16_t)-im << 16);
+    *b = (int32_t)((uint32_t)(uint16_t)im | (uint32_t)(uint16_t)re << 16);
+    return im != INT16_MIN;
+}
 
 static int rf_vector_stage(const int32_t *st) {
     return ((st[0] == 2 || st[0] == 4) && (st[1] % 8 == 0 || (st[1] == 4 && st[2] % 2 == 0))) ||
@@ -49,15 +66,30 @@ static const rf_pack *rf_prepare(const mn_word *args) {
         if (!ta || !tb) return NULL;
         int ok = 1;
         for (int32_t q = 1; q < radix; q++)
-            for (int32_t u = 0; u < m; u++) {
-                const int16_t *t = tw + st[3] + 2 * (radix - 1) * u + 2 * (q - 1);
-                const int16_t re = t[0], im = t[1];
-                if (im == INT16_MIN) ok = 0;
-                ta[(q - 1) * m + u] = (int32_t)((uint32_t)(uint16_t)re | (uint32_t)(uint16_t)(int16_t)-im << 16);
-                tb[(q - 1) * m + u] = (int32_t)((uint32_t)(uint16_t)im | (uint32_t)(uint16_t)re << 16);
-            }
+            for (int32_t u = 0; u < m; u++)
+                ok &= rf_pair(tw + st[3] + 2 * (radix - 1) * u + 2 * (q - 1), ta + (q - 1) * m + u,
+                              tb + (q - 1) * m + u);
         if (ok) p->ta[s] = ta, p->tb[s] = tb;
         else free(ta), free(tb);
+    }
+    const int32_t n = MN_I(HALF), in_len = MN_I(IN_LEN), *order = MN_P(const int32_t, ORDER);
+    const int16_t *split = MN_P(const int16_t, SPLIT);
+    int32_t *sa = (int32_t *)mnh_alloc((size_t)(n / 2 + 1) * sizeof(int32_t));
+    int32_t *sb = (int32_t *)mnh_alloc((size_t)(n / 2 + 1) * sizeof(int32_t));
+    if (!sa || !sb) return NULL;
+    int ok = 1;
+    for (int32_t k = 1; k <= n / 2; k++) ok &= rf_pair(split + 2 * (k - 1), sa + k - 1, sb + k - 1);
+    if (ok) p->sa = sa, p->sb = sb;
+    else free(sa), free(sb);
+    if (in_len % 2 == 0) { /* pairs wholly in the input or wholly padding: one masked 32-bit gather */
+        const int32_t rounded = (n + 7) / 8 * 8;
+        p->gidx = (int32_t *)mnh_alloc((size_t)rounded * sizeof(int32_t));
+        p->gmask = (int32_t *)mnh_alloc((size_t)rounded * sizeof(int32_t));
+        if (!p->gidx || !p->gmask) return NULL;
+        for (int32_t j = 0; j < n; j++) {
+            p->gidx[j] = order[j];
+            p->gmask[j] = 2 * order[j] < in_len ? -1 : 0;
+        }
     }
     mnh_keep(slot, args, p);
     return p;
@@ -84,16 +116,25 @@ static inline void rf_store(int16_t *a, int16_t *b, int split, __m256i v) {
     _mm_storeu_si128((__m128i *)b, _mm256_extracti128_si256(v, 1));
 }
 
+static inline __m256i rf_gather(const int16_t *x, const int32_t *gidx, const int32_t *gmask, int32_t j) {
+    return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)x,
+                                       _mm256_loadu_si256((const __m256i *)(gidx + j)),
+                                       _mm256_loadu_si256((const __m256i *)(gmask + j)), 4);
+}
+
 /* The first stage of radix 4 (span 1): two groups of 4 values per vector, the butterflies within each 128-bit
- * half (the twiddles of inputs 1-3 at position 0, input 0 unmultiplied). */
-static void rf_stage_m1(int16_t *y, const int32_t *st, const int32_t *ta, const int32_t *tb) {
+ * half (the twiddles of inputs 1-3 at position 0, input 0 unmultiplied). With x, its values are gathered from
+ * the input frame (the digit-reversed copy folded in) instead of read from y. */
+static inline void rf_stage_m1(int16_t *y, const int32_t *st, const int32_t *ta, const int32_t *tb, const int16_t *x,
+                               const int32_t *gidx, const int32_t *gmask) {
     const int32_t groups = st[2];
     const __m256i div = _mm256_set1_epi16((int16_t)st[4]);
     const __m256i va = _mm256_setr_epi32(0, ta[0], ta[1], ta[2], 0, ta[0], ta[1], ta[2]);
     const __m256i vb = _mm256_setr_epi32(0, tb[0], tb[1], tb[2], 0, tb[0], tb[1], tb[2]);
     for (int32_t g = 0; g < groups; g += 2) {
         int16_t *a = y + 8 * (size_t)g;
-        const __m256i v = _mm256_mulhrs_epi16(_mm256_loadu_si256((const __m256i *)a), div);
+        const __m256i in = x ? rf_gather(x, gidx, gmask, 4 * g) : _mm256_loadu_si256((const __m256i *)a);
+        const __m256i v = _mm256_mulhrs_epi16(in, div);
         const __m256i f = _mm256_blend_epi32(rf_cmul(v, va, vb), v, 0x11);           /* f0 f1 f2 f3 per half */
         const __m256i b = _mm256_shuffle_epi32(f, _MM_SHUFFLE(1, 0, 3, 2));           /* f2 f3 f0 f1 */
         const __m256i s = _mm256_add_epi16(f, b), d = _mm256_sub_epi16(f, b);        /* (e g e g), (d h . .) */
@@ -112,7 +153,7 @@ static void rf_stage_m1(int16_t *y, const int32_t *st, const int32_t *ta, const 
 /* One stage of radix 2 or 4 over the frame y, eight butterflies at a time. */
 static void rf_stage(int16_t *y, const int32_t *st, const int32_t *ta, const int32_t *tb) {
     const int32_t radix = st[0], m = st[1], groups = st[2];
-    if (m == 1) { rf_stage_m1(y, st, ta, tb); return; }
+    if (m == 1) { rf_stage_m1(y, st, ta, tb, NULL, NULL, NULL); return; }
     const __m256i div = _mm256_set1_epi16((int16_t)st[4]);
     const int split = m == 4;
     const int32_t gstep = split ? 2 : 1, ustep = split ? 4 : 8;
@@ -146,43 +187,98 @@ static void rf_stage(int16_t *y, const int32_t *st, const int32_t *ta, const int
         }
 }
 
+/* floor((a + b) / 2) and floor((a - b) / 2) of int16 lanes, exact without widening: the halves of a and b plus
+ * (or minus) the carry their low bits make. */
+static inline __m256i rf_half_sum(__m256i a, __m256i b) {
+    const __m256i carry = _mm256_and_si256(_mm256_and_si256(a, b), _mm256_set1_epi16(1));
+    return _mm256_add_epi16(_mm256_add_epi16(_mm256_srai_epi16(a, 1), _mm256_srai_epi16(b, 1)), carry);
+}
+
+static inline __m256i rf_half_diff(__m256i a, __m256i b) {
+    const __m256i borrow = _mm256_and_si256(_mm256_andnot_si256(a, b), _mm256_set1_epi16(1));
+    return _mm256_sub_epi16(_mm256_sub_epi16(_mm256_srai_epi16(a, 1), _mm256_srai_epi16(b, 1)), borrow);
+}
+
+/* The portable split's step k: bins k and n - k from the complex values k and n - k. */
+static inline void rf_split_one(int16_t *y, int32_t n, int32_t k, const int16_t *split, int32_t half) {
+    const int wide = 0;
+    const cpx pk = get(y, k, half, wide);
+    const cpx qk = {smul(load(y, 2 * (n - k), wide), half, wide),
+                    smul(sub(0, load(y, 2 * (n - k) + 1, wide), wide), half, wide)};
+    const cpx f1 = {add(pk.r, qk.r, wide), add(pk.i, qk.i, wide)};
+    const cpx f2 = {sub(pk.r, qk.r, wide), sub(pk.i, qk.i, wide)};
+    const cpx w = cmul(f2, load(split, 2 * (k - 1), wide), load(split, 2 * (k - 1) + 1, wide), wide);
+    put(y, k, (cpx){half_sum(f1.r, w.r, wide), half_sum(f1.i, w.i, wide)}, wide);
+    put(y, n - k, (cpx){half_diff(f1.r, w.r, wide), half_diff(w.i, f1.i, wide)}, wide);
+}
+
+/* The split, steps k .. k + 7 at once: values k .. k + 7 in lane order, values n - k .. n - k - 7 read as one
+ * vector and reversed. Where the two ranges meet (k + 7 = n / 2) the value n / 2 is in both; its bin is the one
+ * step n / 2 writes last (bin n - k), so the reversed vector is stored second. */
+static inline void rf_split8(int16_t *y, int32_t n, int32_t k, const int32_t *sa, const int32_t *sb, __m256i half) {
+    const __m256i rev = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+    int16_t *lo = y + 2 * (size_t)k, *hi = y + 2 * (size_t)(n - k - 7);
+    const __m256i p = _mm256_mulhrs_epi16(_mm256_loadu_si256((const __m256i *)lo), half);
+    const __m256i q0 = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)hi), rev);
+    const __m256i conj = _mm256_blend_epi16(q0, _mm256_sub_epi16(_mm256_setzero_si256(), q0), 0xAA);
+    const __m256i q = _mm256_mulhrs_epi16(conj, half);
+    const __m256i f1 = _mm256_add_epi16(p, q), f2 = _mm256_sub_epi16(p, q);
+    const __m256i w = rf_cmul(f2, _mm256_loadu_si256((const __m256i *)(sa + k - 1)),
+                              _mm256_loadu_si256((const __m256i *)(sb + k - 1)));
+    const __m256i bin_k = rf_half_sum(f1, w);
+    const __m256i bin_nk = rf_half_diff(_mm256_blend_epi16(f1, w, 0xAA), _mm256_blend_epi16(w, f1, 0xAA));
+    _mm256_storeu_si256((__m256i *)lo, bin_k);
+    _mm256_storeu_si256((__m256i *)hi, _mm256_permutevar8x32_epi32(bin_nk, rev));
+}
+
 void mn_signal_rfft_s16(const mn_word *args) {
     const rf_pack *pk = rf_prepare(args);
     if (!pk) { mn_signal_rfft_s16_portable(args); return; }
     const int wide = 0;
     const int32_t frames = MN_I(FRAMES), in_len = MN_I(IN_LEN), n = MN_I(HALF), stages = MN_I(STAGES);
     const int32_t *order = MN_P(const int32_t, ORDER), *plan = MN_P(const int32_t, PLAN);
-    const void *twiddles = MN_P(const void, TW), *split = MN_P(const void, SPLIT);
+    const int16_t *twiddles = MN_P(const int16_t, TW), *split = MN_P(const int16_t, SPLIT);
     const int32_t half = MN_I(DIV2);
+    const __m256i vhalf = _mm256_set1_epi16((int16_t)half);
+    /* the copy folds into a first vector stage of span 1 where the gather applies */
+    const int fold = pk->gidx && stages > 0 && pk->ta[0] && plan[1] == 1;
     for (int32_t frame = 0; frame < frames; frame++) {
         int16_t *y = MN_P(int16_t, OUT) + (size_t)frame * (size_t)(2 * n + 2);
         const int16_t *x = MN_P(const int16_t, IN) + (size_t)frame * (size_t)in_len;
-        for (int32_t j = 0; j < n; j++) {
-            const int32_t s = 2 * order[j];
-            y[2 * j] = s < in_len ? x[s] : 0;
-            y[2 * j + 1] = s + 1 < in_len ? x[s + 1] : 0;
+        int32_t s = 0;
+        if (fold) {
+            rf_stage_m1(y, plan, pk->ta[0], pk->tb[0], x, pk->gidx, pk->gmask);
+            s = 1;
+        } else if (pk->gidx) {
+            int32_t j = 0;
+            for (; j + 8 <= n; j += 8)
+                _mm256_storeu_si256((__m256i *)(y + 2 * j), rf_gather(x, pk->gidx, pk->gmask, j));
+            for (; j < n; j++) {
+                y[2 * j] = pk->gmask[j] ? x[2 * order[j]] : 0;
+                y[2 * j + 1] = pk->gmask[j] ? x[2 * order[j] + 1] : 0;
+            }
+        } else {
+            for (int32_t j = 0; j < n; j++) {
+                const int32_t src = 2 * order[j];
+                y[2 * j] = src < in_len ? x[src] : 0;
+                y[2 * j + 1] = src + 1 < in_len ? x[src + 1] : 0;
+            }
         }
-        for (int32_t s = 0; s < stages; s++) {
+        for (; s < stages; s++) {
             const int32_t *st = plan + PLAN_WORDS * s;
             if (pk->ta[s]) { rf_stage(y, st, pk->ta[s], pk->tb[s]); continue; }
             const int32_t p = st[0], m = st[1], groups = st[2];
-            const int16_t *tw = (const int16_t *)twiddles + st[3];
+            const int16_t *tw = twiddles + st[3];
             for (int32_t g = 0; g < groups; g++)
                 for (int32_t u = 0; u < m; u++) butterfly(y, g * p * m + u, st, tw + 2 * (p - 1) * u, wide);
         }
         const cpx z = get(y, 0, half, wide);
         put(y, 0, (cpx){add(z.r, z.i, wide), 0}, wide);
         put(y, n, (cpx){sub(z.r, z.i, wide), 0}, wide);
-        for (int32_t k = 1; k <= n / 2; k++) {
-            const cpx pk2 = get(y, k, half, wide);
-            const cpx qk = {smul(load(y, 2 * (n - k), wide), half, wide),
-                            smul(sub(0, load(y, 2 * (n - k) + 1, wide), wide), half, wide)};
-            const cpx f1 = {add(pk2.r, qk.r, wide), add(pk2.i, qk.i, wide)};
-            const cpx f2 = {sub(pk2.r, qk.r, wide), sub(pk2.i, qk.i, wide)};
-            const cpx w = cmul(f2, load(split, 2 * (k - 1), wide), load(split, 2 * (k - 1) + 1, wide), wide);
-            put(y, k, (cpx){half_sum(f1.r, w.r, wide), half_sum(f1.i, w.i, wide)}, wide);
-            put(y, n - k, (cpx){half_diff(f1.r, w.r, wide), half_diff(w.i, f1.i, wide)}, wide);
-        }
+        int32_t k = 1;
+        if (pk->sa)
+            for (; k + 7 <= n / 2; k += 8) rf_split8(y, n, k, pk->sa, pk->sb, vhalf);
+        for (; k <= n / 2; k++) rf_split_one(y, n, k, split, half);
     }
 }
 #else
