@@ -307,5 +307,30 @@ __attribute__((always_inline)) static inline __m256i mnh_fq8_apply(__m256i acc, 
     return _mm256_min_epi32(_mm256_max_epi32(y, r->lo), r->hi);
 }
 
+/* ---- int32 elementwise rows (mn_elementwise.h's walk) ------------------------------------------------------ */
+
+/* A row function for mn_walk: a row whose output and first input advance one int32 per element and whose second
+ * input does too or is broadcast (stride 0) runs eight lanes at a time through VEC(a, b, args); other rows, and a
+ * row's last n % 8 elements, through the portable ROW. Each group of eight is read before it is written, so an
+ * output placed exactly over an input (the planner's in-place sharing) is fine, as in the portable loop. */
+#define MNH_ROWS_S32(name, row, vec)                                                                           \
+    static void name(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, int32_t n, int32_t s0, int32_t s1,    \
+                     int32_t s2, const mn_word *args) {                                                        \
+        int32_t i = 0;                                                                                         \
+        if (s0 == 4 && s1 == 4 && (s2 == 4 || s2 == 0))                                                        \
+            for (; i + 8 <= n; i += 8) {                                                                       \
+                const __m256i a = _mm256_loadu_si256((const __m256i *)(p1 + 4 * (size_t)i));                   \
+                const __m256i b = s2 ? _mm256_loadu_si256((const __m256i *)(p2 + 4 * (size_t)i))               \
+                                     : _mm256_set1_epi32(*(const int32_t *)p2);                                \
+                _mm256_storeu_si256((__m256i *)(p0 + 4 * (size_t)i), vec(a, b, args));                         \
+            }                                                                                                  \
+        if (i < n) row(p0 + 4 * (size_t)i, p1 + 4 * (size_t)i, p2 + (size_t)s2 * i, n - i, s0, s1, s2, args);  \
+    }
+
+/* Clamped to [lo, hi] lane by lane, as mn_clamp. */
+static inline __m256i mnh_clamp32(__m256i x, int32_t lo, int32_t hi) {
+    return _mm256_min_epi32(_mm256_max_epi32(x, _mm256_set1_epi32(lo)), _mm256_set1_epi32(hi));
+}
+
 #endif /* AVX2 */
 #endif /* MN_HOST_H */
