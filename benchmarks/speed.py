@@ -209,12 +209,17 @@ def main() -> None:
                     "every engine here runs on the calling thread); wall: elapsed time")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS processes")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("models", nargs="*", type=Path)
+    ap.add_argument("models", nargs="*", help="paths, or names of bundled and test models (default: all of them)")
     a = ap.parse_args()
+    known = {p.stem: p for p in default_models()}
+    models = [known.get(m, Path(m)) for m in a.models] or default_models()
+    missing = [str(m) for m in models if not m.is_file()]
+    if missing:
+        ap.error(f"no such model: {', '.join(missing)} (known names: {', '.join(sorted(known))})")
     global clock
     clock = CLOCKS[a.clock]
     load = os.getloadavg()[0]
-    rows = [measure(p, a.runs, a.batch, not a.no_rss) for p in (a.models or default_models())]
+    rows = [measure(p, a.runs, a.batch, not a.no_rss) for p in models]
     if a.json:
         print(json.dumps(rows, indent=1))
         return
