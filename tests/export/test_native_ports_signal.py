@@ -74,12 +74,14 @@ def test_rfft_int16_rails(fft_length: int) -> None:
     assert_all_same(rfft_model(fft_length, lead=(len(x),)), x, wheel=fft_length <= 256)
 
 
-@pytest.mark.parametrize("frame", [200, 201, 255, 250, 7])
-def test_rfft_int16_padding(frame: int) -> None:
-    """Frames shorter than the length: even (the gather's mask), odd (a pair half input, half padding: the
+@pytest.mark.parametrize(("fft_length", "frame"), [(256, 200), (256, 201), (256, 255), (256, 250), (256, 7),
+                                                  (512, 480), (512, 470), (512, 301), (128, 100), (128, 2)])
+def test_rfft_int16_padding(fft_length: int, frame: int) -> None:
+    """Frames shorter than the length: even (the gather's mask; for 128 and 512, first stages read from rows of
+    pairs, rows wholly input, wholly padding or cut inside eight pairs), odd (a pair half input, half padding: the
     scalar copy), tiny."""
-    x = np.concatenate([*extremes("int16", (1, frame), frame), bin_waves(256)[::7, :frame]])
-    assert_all_same(rfft_model(256, frame=frame, lead=(len(x),)), x)
+    x = np.concatenate([*extremes("int16", (1, frame), frame), bin_waves(fft_length)[::7, :frame]])
+    assert_all_same(rfft_model(fft_length, frame=frame, lead=(len(x),)), x)
 
 
 def speech(frames: int) -> np.ndarray:

@@ -7,8 +7,11 @@
  * its rounded Q15 product (x * c + 2^14) >> 15 wrapped to int16 is mulhrs; a complex product's two exact products
  * summed before the rounding are one madd against the twiddle pairs (re, -im) and (im, re), which this port lays
  * out per stage and position once per call site; sums and differences wrap as int16 lanes do.
- * The digit-reversed copy is a masked 32-bit gather of input pairs (an even frame length: a pair is all input or
- * all padding, masked lanes read nothing and give 0), folded into a first stage of span 1 where there is one.
+ * The digit-reversed copy: with an even frame length (a pair is all input or all padding) and a first radix-4
+ * stage of span 1 over n/4 groups (a multiple of 8), that stage reads the input as four rows of n/4 pairs (the
+ * order's last digit is the stage's input, the rest a group's column), eight groups lane-wise, and a 4 x 8
+ * transpose puts each group's outputs at its place; otherwise a masked 32-bit gather of input pairs (masked lanes
+ * read nothing and give 0), folded into a first stage of span 1 where there is one.
  * The split takes steps k .. k + 7 at once, values n - k .. n - k - 7 loaded as one vector and lane-reversed: the
  * conjugate's negation wraps as the portable sub(0, x) does (before its rounded halving, mulhrs), the twiddle
  * product is the stages' madd, and the halved sum (difference) of two int16 values, exact in C's int and always in
@@ -34,6 +37,7 @@ typedef struct {
     int32_t *tb[RF_MAX_STAGES]; /* (im, re) */
     int32_t *sa, *sb;           /* the split's twiddles of k = 1 .. n/2 the same way (NULL: the portable split) */
     int32_t *gidx, *gmask;      /* per output pair j (n rounded up to 8): its input pair, -1 where it is in */
+    int32_t *cols;              /* first stage from rows: per input pair c < n/4, the group whose input 0 it is */
 } rf_pack;
 
 /* (re, -im) and (im, re) of the twiddle (re, im) as int16 pairs; 0 where -im does not fit. */
@@ -89,6 +93,24 @@ static const rf_pack *rf_prepare(const mn_word *args) {
         for (int32_t j = 0; j < n; j++) {
             p->gidx[j] = order[j];
             p->gmask[j] = 2 * order[j] < in_len ? -1 : 0;
+        }
+        /* a first radix-4 stage of span 1 takes input q of group g from pair q n/4 + order[4 g] (the order's last
+         * digit is the first stage's): its groups read the input as 4 rows of n/4 pairs, a group per column */
+        const int32_t *st = plan;
+        const int32_t q = n / 4;
+        if (stages > 0 && p->ta[0] && st[0] == 4 && st[1] == 1 && q % 8 == 0) {
+            int32_t *cols = (int32_t *)mnh_alloc((size_t)q * sizeof(int32_t));
+            if (!cols) return NULL;
+            int ok = 1;
+            for (int32_t c = 0; c < q; c++) cols[c] = -1;
+            for (int32_t g = 0; g < q && ok; g++) {
+                const int32_t c = order[4 * g];
+                ok = c >= 0 && c < q && cols[c] < 0;
+                for (int32_t r = 1; r < 4 && ok; r++) ok = order[4 * g + r] == c + r * q;
+                if (ok) cols[c] = g;
+            }
+            if (ok) p->cols = cols;
+            else free(cols);
         }
     }
     mnh_keep(slot, args, p);
@@ -150,6 +172,54 @@ static inline void rf_stage_m1(int16_t *y, const int32_t *st, const int32_t *ta,
     }
 }
 
+/* Eight radix-4 butterflies of the eight lanes of f[0..3] (f[1..3] twiddled): outputs 0-3 in o. */
+static inline void rf_radix4(const __m256i *f, __m256i *o) {
+    const __m256i d = _mm256_sub_epi16(f[0], f[2]), e = _mm256_add_epi16(f[0], f[2]);
+    const __m256i g = _mm256_add_epi16(f[1], f[3]), h = _mm256_sub_epi16(f[1], f[3]);
+    const __m256i hs = _mm256_or_si256(_mm256_slli_epi32(h, 16), _mm256_srli_epi32(h, 16)); /* (h.i, h.r) */
+    const __m256i plus = _mm256_add_epi16(d, hs), minus = _mm256_sub_epi16(d, hs);
+    o[0] = _mm256_add_epi16(e, g);
+    o[1] = _mm256_blend_epi16(plus, minus, 0xAA); /* (d.r + h.i, d.i - h.r) */
+    o[2] = _mm256_sub_epi16(e, g);
+    o[3] = _mm256_blend_epi16(minus, plus, 0xAA); /* (d.r - h.i, d.i + h.r) */
+}
+
+/* Eight input pairs from `at` of the frame's `pairs` (pairs past it are the zero padding). */
+static inline __m256i rf_row(const int16_t *x, int32_t at, int32_t pairs) {
+    const int32_t *x32 = (const int32_t *)(const void *)x;
+    if (at + 8 <= pairs) return _mm256_loadu_si256((const __m256i *)(x32 + at));
+    if (at >= pairs) return _mm256_setzero_si256();
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_maskload_epi32(x32 + at, _mm256_cmpgt_epi32(_mm256_set1_epi32(pairs - at), lane));
+}
+
+/* The first stage, radix 4 and span 1, straight from the input frame x (an even count of values, `pairs` pairs):
+ * input q of the groups cols[c .. c + 7] is the row q n/4 + c .. c + 7 of pairs, so eight butterflies run
+ * lane-wise on four row loads; a 4 x 8 transpose of 32-bit lanes then gives each group's four outputs together
+ * (two groups per vector, a 128-bit half each), stored at the group's place. */
+static void rf_stage_rows(int16_t *y, const int32_t *st, const int32_t *ta, const int32_t *tb, const int16_t *x,
+                          int32_t pairs, int32_t n, const int32_t *cols) {
+    const int32_t q = n / 4;
+    const __m256i div = _mm256_set1_epi16((int16_t)st[4]);
+    __m256i wa[3], wb[3];
+    for (int r = 0; r < 3; r++) wa[r] = _mm256_set1_epi32(ta[r]), wb[r] = _mm256_set1_epi32(tb[r]);
+    for (int32_t c = 0; c < q; c += 8) {
+        __m256i f[4], o[4];
+        f[0] = _mm256_mulhrs_epi16(rf_row(x, c, pairs), div);
+        for (int r = 1; r < 4; r++) f[r] = rf_cmul(_mm256_mulhrs_epi16(rf_row(x, r * q + c, pairs), div), wa[r - 1],
+                                                   wb[r - 1]);
+        rf_radix4(f, o);
+        const __m256i t0 = _mm256_unpacklo_epi32(o[0], o[1]), t1 = _mm256_unpackhi_epi32(o[0], o[1]);
+        const __m256i t2 = _mm256_unpacklo_epi32(o[2], o[3]), t3 = _mm256_unpackhi_epi32(o[2], o[3]);
+        const __m256i v[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                              _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
+        for (int i = 0; i < 4; i++) { /* columns c + i (low half) and c + i + 4 (high half) */
+            _mm_storeu_si128((__m128i *)(y + 8 * (size_t)cols[c + i]), _mm256_castsi256_si128(v[i]));
+            _mm_storeu_si128((__m128i *)(y + 8 * (size_t)cols[c + i + 4]), _mm256_extracti128_si256(v[i], 1));
+        }
+    }
+}
+
 /* One stage of radix 2 or 4 over the frame y, eight butterflies at a time. */
 static void rf_stage(int16_t *y, const int32_t *st, const int32_t *ta, const int32_t *tb) {
     const int32_t radix = st[0], m = st[1], groups = st[2];
@@ -176,14 +246,9 @@ static void rf_stage(int16_t *y, const int32_t *st, const int32_t *ta, const int
                 rf_store(a + 2 * m, b + 2 * m, split, _mm256_sub_epi16(f[0], f[1]));
                 continue;
             }
-            const __m256i d = _mm256_sub_epi16(f[0], f[2]), e = _mm256_add_epi16(f[0], f[2]);
-            const __m256i g1 = _mm256_add_epi16(f[1], f[3]), h = _mm256_sub_epi16(f[1], f[3]);
-            const __m256i hs = _mm256_or_si256(_mm256_slli_epi32(h, 16), _mm256_srli_epi32(h, 16)); /* (h.i, h.r) */
-            const __m256i plus = _mm256_add_epi16(d, hs), minus = _mm256_sub_epi16(d, hs);
-            rf_store(a, b, split, _mm256_add_epi16(e, g1));
-            rf_store(a + 2 * m, b + 2 * m, split, _mm256_blend_epi16(plus, minus, 0xAA));   /* (d.r + h.i, d.i - h.r) */
-            rf_store(a + 4 * m, b + 4 * m, split, _mm256_sub_epi16(e, g1));
-            rf_store(a + 6 * m, b + 6 * m, split, _mm256_blend_epi16(minus, plus, 0xAA));   /* (d.r - h.i, d.i + h.r) */
+            __m256i o[4];
+            rf_radix4(f, o);
+            for (int32_t q = 0; q < 4; q++) rf_store(a + 2 * q * m, b + 2 * q * m, split, o[q]);
         }
 }
 
@@ -246,7 +311,10 @@ void mn_signal_rfft_s16(const mn_word *args) {
         int16_t *y = MN_P(int16_t, OUT) + (size_t)frame * (size_t)(2 * n + 2);
         const int16_t *x = MN_P(const int16_t, IN) + (size_t)frame * (size_t)in_len;
         int32_t s = 0;
-        if (fold) {
+        if (pk->cols) {
+            rf_stage_rows(y, plan, pk->ta[0], pk->tb[0], x, in_len / 2, n, pk->cols);
+            s = 1;
+        } else if (fold) {
             rf_stage_m1(y, plan, pk->ta[0], pk->tb[0], x, pk->gidx, pk->gmask);
             s = 1;
         } else if (pk->gidx) {
