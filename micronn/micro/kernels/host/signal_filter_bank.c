@@ -1,0 +1,180 @@
+/* SignalFilterBank, the host port (x86-64 with AVX2) of kernels/signal_filter_bank.c, same symbol, same argument
+ * words.
+ *
+ * The bands are constants of the call site, so they are regrouped once by output channel: channel c sums the
+ * falling edge of band c and the rising edge of band c + 1 (the portable kernel's two targets per band, turned
+ * around), each a run of bins times a run of weights or unweights. A channel's runs go into one accumulator of
+ * four uint64 lanes, four bins at a time, and four channels' accumulators are reduced together and stored whole:
+ * the uint64 sums wrap, so their order does not matter. A product is mul_epi32 of the weight sign-extended to 64
+ * bits and the bin zero-extended: both low 32-bit halves as signed, which is the exact int16 x uint32 product (at
+ * most 2^47 in magnitude, the portable kernel's value mod 2^64) while the bin is below 2^31. A frame with a bin at
+ * or above 2^31 in the bands' span runs the portable kernel, as do a run's last width % 4 products' (scalar, the
+ * portable kernel's arithmetic). The weights are read on every call (they may be a model input).
+ */
+#define mn_signal_filter_bank_u32 mn_signal_filter_bank_u32_portable
+#include "signal_filter_bank.portable.inc"
+#undef mn_signal_filter_bank_u32
+#include "mn_host.h"
+
+#if defined(MNH_AVX2)
+typedef struct { int32_t bin, weight, width, falling; } fb_run;
+
+typedef struct {
+    const int32_t *bands; /* the call's band words, count and channels: checked against the call's on every call */
+    int32_t n_bands, channels, groups; /* groups: channels rounded up to 4, / 4 */
+    int32_t lo, hi;                    /* the bins the bands span */
+    int32_t chain;                     /* band b is channel b's, for b = 0 .. channels, every width % 4 == 0 */
+    int32_t *first;                    /* per channel (rounded up to 4) + 1: its first run in runs */
+    fb_run *runs;
+} fb_plan;
+
+static fb_plan *fb_prepare(const mn_word *args) {
+    const int32_t *band = MN_P(const int32_t, BANDS);
+    const int32_t n_bands = MN_I(N_BANDS), channels = MN_I(CHANNELS);
+    const int32_t padded = (channels + 3) / 4 * 4;
+    fb_plan *p = (fb_plan *)mnh_alloc(sizeof(fb_plan) + (size_t)(padded + 1) * sizeof(int32_t) +
+                                      (size_t)2 * n_bands * sizeof(fb_run));
+    if (!p) return NULL;
+    p->bands = band, p->n_bands = n_bands, p->channels = channels, p->groups = padded / 4;
+    p->first = (int32_t *)(p + 1);
+    p->runs = (fb_run *)(p->first + padded + 1);
+    p->lo = INT32_MAX, p->hi = 0;
+    int32_t n = 0;
+    for (int32_t c = 0; c < padded; c++) {
+        p->first[c] = n;
+        for (int32_t b = 0; b < n_bands; b++) {
+            const int32_t *q = band + 4 * b;
+            const int32_t falling = q[0] == c && c < channels, rising = q[0] - 1 == c && q[0] >= 1;
+            if (!falling && !rising) continue;
+            p->runs[n++] = (fb_run){q[1], q[2], q[3], falling};
+            if (q[3] > 0 && q[1] < p->lo) p->lo = q[1];
+            if (q[3] > 0 && q[1] + q[3] > p->hi) p->hi = q[1] + q[3];
+        }
+    }
+    p->first[padded] = n;
+    if (p->lo > p->hi) p->lo = p->hi;
+    p->chain = n_bands == channels + 1;
+    for (int32_t b = 0; b < n_bands; b++) p->chain &= band[4 * b] == b && band[4 * b + 3] % 4 == 0;
+    return p;
+}
+
+/* whether any of x[lo, hi) has its top bit set */
+static int fb_any_top(const uint32_t *x, int32_t lo, int32_t hi) {
+    __m256i any = _mm256_setzero_si256();
+    int32_t i = lo;
+    for (; i + 8 <= hi; i += 8) any = _mm256_or_si256(any, _mm256_loadu_si256((const __m256i *)(x + i)));
+    uint32_t top = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(any));
+    for (; i < hi; i++) top |= x[i] >> 31;
+    return top != 0;
+}
+
+/* acc[0..3] reduced to their four sums, in order */
+static inline __m256i fb_sum4(const __m256i *acc) {
+    const __m256i t0 = _mm256_add_epi64(_mm256_unpacklo_epi64(acc[0], acc[1]), _mm256_unpackhi_epi64(acc[0], acc[1]));
+    const __m256i t1 = _mm256_add_epi64(_mm256_unpacklo_epi64(acc[2], acc[3]), _mm256_unpackhi_epi64(acc[2], acc[3]));
+    return _mm256_add_epi64(_mm256_permute2x128_si256(t0, t1, 0x20), _mm256_permute2x128_si256(t0, t1, 0x31));
+}
+
+/* The usual layout (mel tables): bands 0 .. channels in order, each a whole number of 4 bins. A band's bins are
+ * read once for both its edges; eight at a time as int32 lanes, whose even lanes mul_epi32 takes as they are and
+ * odd lanes after a 64-bit shift right by 32 (the weights sign-extended to int32 lanes the same way), then a last
+ * four as above. Channel c's four-lane sum is band c's falling edge plus band c + 1's rising one. */
+static void fb_chain(const fb_plan *p, uint64_t *out, const uint32_t *x, const int16_t *w, const int16_t *u) {
+    enum { MAX_GROUP = 64 };
+    const int32_t *band = p->bands;
+    const int32_t channels = p->channels;
+    __m256i ch[4 * MAX_GROUP + 4];
+    __m256i falling = _mm256_setzero_si256();
+    for (int32_t g0 = 0; g0 < channels; g0 += 4 * MAX_GROUP) { /* runs of 4 * MAX_GROUP channels (stack room) */
+        const int32_t g1 = g0 + 4 * MAX_GROUP < channels ? g0 + 4 * MAX_GROUP : channels;
+        for (int32_t b = g0 == 0 ? 0 : g0 + 1; b <= g1; b++) {
+            const int32_t *q = band + 4 * b;
+            const uint32_t *xb = x + q[1];
+            const int16_t *wb = w + q[2], *ub = u + q[2];
+            const int32_t width = q[3];
+            __m256i r = _mm256_setzero_si256(), f = _mm256_setzero_si256();
+            int32_t i = 0;
+            for (; i + 8 <= width; i += 8) {
+                const __m256i xv = _mm256_loadu_si256((const __m256i *)(xb + i)), xo = _mm256_srli_epi64(xv, 32);
+                const __m256i wv = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(wb + i)));
+                const __m256i uv = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(ub + i)));
+                r = _mm256_add_epi64(r, _mm256_add_epi64(_mm256_mul_epi32(wv, xv),
+                                                         _mm256_mul_epi32(_mm256_srli_epi64(wv, 32), xo)));
+                f = _mm256_add_epi64(f, _mm256_add_epi64(_mm256_mul_epi32(uv, xv),
+                                                         _mm256_mul_epi32(_mm256_srli_epi64(uv, 32), xo)));
+            }
+            if (i < width) {
+                const __m256i xv = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(xb + i)));
+                r = _mm256_add_epi64(r, _mm256_mul_epi32(_mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(wb + i))), xv));
+                f = _mm256_add_epi64(f, _mm256_mul_epi32(_mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(ub + i))), xv));
+            }
+            if (b >= 1) ch[b - 1 - g0] = _mm256_add_epi64(falling, r); /* band 0's rising edge has no channel */
+            falling = f; /* band `channels`' falling edge has none either */
+        }
+        const int32_t n = g1 - g0;
+        for (int32_t c = n; c < (n + 3) / 4 * 4; c++) ch[c] = _mm256_setzero_si256();
+        for (int32_t c = 0; c < n; c += 4) {
+            const __m256i sums = fb_sum4(ch + c);
+            if (c + 4 <= n) {
+                _mm256_storeu_si256((__m256i *)(out + g0 + c), sums);
+            } else {
+                uint64_t s[4];
+                _mm256_storeu_si256((__m256i *)s, sums);
+                for (int32_t k = c; k < n; k++) out[g0 + k] = s[k - c];
+            }
+        }
+    }
+}
+
+void mn_signal_filter_bank_u32(const mn_word *args) {
+    mnh_slot *slot;
+    fb_plan *p = (fb_plan *)mnh_lookup(args, &slot);
+    if (p && (p->bands != MN_P(const int32_t, BANDS) || p->n_bands != MN_I(N_BANDS) ||
+              p->channels != MN_I(CHANNELS)))
+        p = NULL; /* another call's words at this address (never in a generated model) */
+    if (!p && slot && !slot->value) mnh_keep(slot, args, p = fb_prepare(args));
+    const uint32_t *x = MN_P(const uint32_t, IN);
+    if (!p || fb_any_top(x, p->lo, p->hi)) {
+        mn_signal_filter_bank_u32_portable(args);
+        return;
+    }
+    uint64_t *out = MN_P(uint64_t, OUT);
+    const int16_t *w = MN_P(const int16_t, WEIGHTS), *u = MN_P(const int16_t, UNWEIGHTS);
+    if (p->chain) {
+        fb_chain(p, out, x, w, u);
+        return;
+    }
+    for (int32_t g = 0; g < p->groups; g++) {
+        __m256i acc[4];
+        uint64_t tail[4];
+        for (int k = 0; k < 4; k++) {
+            const int32_t c = 4 * g + k;
+            __m256i a = _mm256_setzero_si256();
+            uint64_t t = 0;
+            for (int32_t r = p->first[c]; r < p->first[c + 1]; r++) {
+                const fb_run run = p->runs[r];
+                const int16_t *wr = (run.falling ? u : w) + run.weight;
+                const uint32_t *xr = x + run.bin;
+                int32_t i = 0;
+                for (; i + 4 <= run.width; i += 4) {
+                    const __m256i wv = _mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(wr + i)));
+                    const __m256i xv = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(xr + i)));
+                    a = _mm256_add_epi64(a, _mm256_mul_epi32(wv, xv));
+                }
+                for (; i < run.width; i++) t += (uint64_t)(int64_t)wr[i] * xr[i];
+            }
+            acc[k] = a, tail[k] = t;
+        }
+        const __m256i sums = _mm256_add_epi64(fb_sum4(acc), _mm256_loadu_si256((const __m256i *)tail));
+        if (4 * g + 4 <= p->channels) {
+            _mm256_storeu_si256((__m256i *)(out + 4 * g), sums);
+        } else {
+            uint64_t s[4];
+            _mm256_storeu_si256((__m256i *)s, sums);
+            for (int32_t c = 4 * g; c < p->channels; c++) out[c] = s[c - 4 * g];
+        }
+    }
+}
+#else
+void mn_signal_filter_bank_u32(const mn_word *args) { mn_signal_filter_bank_u32_portable(args); }
+#endif
