@@ -220,12 +220,12 @@ static void rf_stage_rows(int16_t *y, const int32_t *st, const int32_t *ta, cons
     }
 }
 
-/* One stage of radix 2 or 4 over the frame y, eight butterflies at a time. */
-static void rf_stage(int16_t *y, const int32_t *st, const int32_t *ta, const int32_t *tb) {
-    const int32_t radix = st[0], m = st[1], groups = st[2];
-    if (m == 1) { rf_stage_m1(y, st, ta, tb, NULL, NULL, NULL); return; }
+/* One stage of radix 2 or 4 over the frame y, eight butterflies at a time; radix and split (m = 4: two groups
+ * per vector) are constants at each call, so the inputs stay in registers. */
+static inline __attribute__((always_inline)) void rf_stage_of(int16_t *y, const int32_t *st, const int32_t *ta,
+                                                              const int32_t *tb, const int radix, const int split) {
+    const int32_t m = split ? 4 : st[1], groups = st[2];
     const __m256i div = _mm256_set1_epi16((int16_t)st[4]);
-    const int split = m == 4;
     const int32_t gstep = split ? 2 : 1, ustep = split ? 4 : 8;
     for (int32_t g = 0; g < groups; g += gstep)
         for (int32_t u = 0; u < m; u += ustep) {
@@ -250,6 +250,15 @@ static void rf_stage(int16_t *y, const int32_t *st, const int32_t *ta, const int
             rf_radix4(f, o);
             for (int32_t q = 0; q < 4; q++) rf_store(a + 2 * q * m, b + 2 * q * m, split, o[q]);
         }
+}
+
+static void rf_stage(int16_t *y, const int32_t *st, const int32_t *ta, const int32_t *tb) {
+    const int32_t radix = st[0], m = st[1];
+    if (m == 1) rf_stage_m1(y, st, ta, tb, NULL, NULL, NULL);
+    else if (radix == 4 && m == 4) rf_stage_of(y, st, ta, tb, 4, 1);
+    else if (radix == 4) rf_stage_of(y, st, ta, tb, 4, 0);
+    else if (m == 4) rf_stage_of(y, st, ta, tb, 2, 1);
+    else rf_stage_of(y, st, ta, tb, 2, 0);
 }
 
 /* floor((a + b) / 2) and floor((a - b) / 2) of int16 lanes, exact without widening: the halves of a and b plus
