@@ -37,8 +37,9 @@ def assert_all_same(data: bytes, x: np.ndarray, *, wheel: bool = True) -> None:
         assert got.tobytes() == _Tflm(data).run([x])[0].tobytes()
 
 
-# halves: 8 (4 2), 16 (4 4), 32 (2 4 4), 64, 128, 256 (4 4 4 4), 48 (4 4 3), 80 (4 4 5), 96, 120, 240 (mixed)
-LENGTHS = [16, 32, 64, 96, 128, 160, 192, 240, 256, 480, 512]
+# halves: 8 (4 2), 16 (4 4), 32 (2 4 4), 64, 128, 256 (4 4 4 4), 48 (4 4 3), 80 (4 4 5), 96, 120, 240 (mixed),
+# 512 (2 4 4 4 4), 1024 (4 4 4 4 4)
+LENGTHS = [16, 32, 64, 96, 128, 160, 192, 240, 256, 480, 512, 1024, 2048]
 
 
 @pytest.mark.parametrize("fft_length", LENGTHS)
