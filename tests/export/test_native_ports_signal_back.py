@@ -48,10 +48,15 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     return ctypes.CDLL(str(host_toolchain().shared_object(sources, [d, HOST_PORTS, kernels], FLAGS)))
 
 
+KEPT: list = []  # every argument array and table stays alive: the ports cache per argument array's address
+
+
 def call(lib: ctypes.CDLL, symbol: str, *words: int | np.ndarray) -> None:
     """symbol(args): arrays as their addresses, ints as words (negative ones as their 64-bit two's complement)."""
-    args = [w.ctypes.data if isinstance(w, np.ndarray) else w % 2**64 for w in words]
-    lib[symbol]((ctypes.c_size_t * len(args))(*args))
+    args = (ctypes.c_size_t * len(words))(*[w.ctypes.data if isinstance(w, np.ndarray) else w % 2**64
+                                            for w in words])
+    KEPT.append((args, words))
+    lib[symbol](args)
 
 
 def both(lib: ctypes.CDLL, symbol: str, outs: list[np.ndarray], make_words) -> list[list[np.ndarray]]:
@@ -239,6 +244,41 @@ def test_pcan_counts(lib: ctypes.CDLL) -> None:
                 pcan_both(lib, x[:n], noise[at:at + n], lut, 6)
 
 
+def test_pcan_table_changes(lib: ctypes.CDLL) -> None:
+    """One call site (the same argument words) whose table changes between invokes, in one entry or all: the port's
+    prepared copy follows it."""
+    rng = np.random.default_rng(12)
+    noise, x = noise_values(rng)[-41:].copy(), spread(41, rng)
+    lut, outs = smooth_lut().copy(), [np.zeros(41, np.uint32), np.zeros(41, np.uint32)]
+    words = [(ctypes.c_size_t * 6)(o.ctypes.data, x.ctypes.data, noise.ctypes.data, lut.ctypes.data, 41, 6)
+             for o in outs]
+    KEPT.append((words, lut, outs, x, noise))
+    for k in range(8):
+        if k:
+            lut[...] = rng.integers(-32768, 32768, 125) if k % 2 else lut
+            lut[int(rng.integers(0, 125))] ^= 1 << int(rng.integers(0, 16))
+        lib["mn_signal_pcan_u32"](words[0])
+        lib["mn_signal_pcan_u32_portable"](words[1])
+        assert outs[0].tobytes() == outs[1].tobytes(), k
+
+
+def test_pcan_table_as_input() -> None:
+    """The table as a model input, another each invoke: ported, portable, interpreter and wheel."""
+    rng = np.random.default_rng(13)
+    model = pcan_model(41, None, 6)
+    ported, portable, it, wheel = NativeModel(model), NativeModel(model, host_ports=False), Interpreter(model), \
+        _Tflm(model)
+    for _ in range(4):
+        xs = [spread(41, rng), noise_values(rng)[rng.integers(0, 2300, 41)], rng.integers(-32768, 32768, 125)
+              .astype(np.int16)]
+        got = ported.run(xs)[0]
+        for i, v in enumerate(xs):
+            it.set_input(v, i)
+        it.invoke()
+        assert got.tobytes() == portable.run(xs)[0].tobytes() == it.get_output(0).tobytes() == \
+            wheel.run(xs)[0].tobytes()
+
+
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 40, 41])
 def test_pcan_model(n: int) -> None:
     rng = np.random.default_rng(n)
@@ -256,9 +296,8 @@ LOG_CASES = [(64, 3), (64, 0), (1, 0), (1489, 2), (32768, 0), (65536, 0), (2**20
              (2**32 - 1, 0), (2**32 - 64, 1), (64, 16), (64, 31), (0, 0)]
 
 
-def log_both(lib: ctypes.CDLL, x: np.ndarray, scale: int, bits: int) -> None:
-    x = np.ascontiguousarray(x, np.uint32)
-    table = np.ascontiguousarray(CORRECTION, np.int32)
+def log_both(lib: ctypes.CDLL, x: np.ndarray, scale: int, bits: int, table: np.ndarray = CORRECTION) -> None:
+    x, table = np.ascontiguousarray(x, np.uint32), np.ascontiguousarray(table, np.int32)
     both(lib, "mn_signal_filter_bank_log_u32", [np.zeros(len(x), np.int16)],
          lambda o: [o[0], x, table, len(x), bits, scale])
 
@@ -276,6 +315,24 @@ def test_log_counts(lib: ctypes.CDLL) -> None:
         for at in (0, 2**17 - n, int(rng.integers(0, len(LOG_X) - n)), len(LOG_X) - n):
             for scale, bits in ((64, 3), (2**32 - 1, 0), (1489, 31)):
                 log_both(lib, LOG_X[at:at + n], scale, bits)
+
+
+def test_log_other_tables(lib: ctypes.CDLL) -> None:
+    """Correction tables other than the lowering's: entries and steps at the edges of int16 (one gather of both,
+    packed), and past them (a step of 32768, entries of 20 bits: two gathers)."""
+    rng = np.random.default_rng(6)
+    edge = np.where(np.arange(129) % 2, 16383, -16384)
+    edge[10:14] = 32767, 0, -32768, -1  # steps of 16384, -32767, -32768, 32767, -16383
+    step = edge.copy()
+    step[21] = step[20] + 32768
+    fits = [bool(np.all(np.abs(t[:128] + 0.5) < 32768) and np.all(np.abs(np.diff(t) + 0.5) < 32768))
+            for t in (edge, step)]
+    assert fits == [True, False]
+    tables = [edge, step, rng.integers(-2**20, 2**20, 129), np.zeros(129), CORRECTION[::-1].copy()]
+    for table in tables:
+        for scale, bits in ((64, 3), (2**32 - 1, 0), (1489, 2)):
+            log_both(lib, LOG_X[:20000], scale, bits, table)
+            log_both(lib, LOG_X[-9:], scale, bits, table)
 
 
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 40, 41])

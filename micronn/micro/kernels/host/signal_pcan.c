@@ -3,22 +3,61 @@
  * Eight channels a vector, in 32-bit lanes. The noise estimate's leading one: e >> 8 when that is not 0, else e,
  * is below 2^24 and so converts to float exactly; its exponent field less 127 (plus 8 for the shifted case) is
  * the position p = b - 1. The 10 bits below the leading one are (e << (31 - p)) >> 21, the portable kernel's f
- * for every b (its left shift fills zeros, its right shift drops bits). One gather at k = 4b - 6 reads the int16
- * pair (lut[k], lut[k+1]), one at k + 1 reads (lut[k+1], lut[k+2]): the last entry read is lut[4*32 - 4] =
- * lut[124], which prepare checked is in the table (no read past it); e <= 2 gathers at e and takes lut[e]. The
- * quadratic is the portable int32 arithmetic (mullo, arithmetic shifts: no product overflows, as there), the
- * gain truncated to int16 by a shift pair. The uint64 product x * gain (gain sign-extended to 32 bits) is
- * _mm256_mul_epu32 on even and odd lanes, shifted right by snr_shift (0..63, as the portable kernel), its low
- * 32 bits the SNR; the output's two branches are computed for every lane and chosen by snr >> 13 == 0 (snr <
- * 8192, where snr * snr < 2^26 fits a 32-bit product). A count's last partial vector runs through zero-padded
- * copies. Without AVX2 the portable kernel runs.
+ * for every b (its left shift fills zeros, its right shift drops bits). The three table entries of a bit length,
+ * lut[k], lut[k+1], lut[k+2] at k = 4p - 2, come from 32-entry tables per p (four vectors each, vpermd on the low
+ * three bits of p, blends on bits 3 and 4), made per call site from the table's first 125 entries (all that the
+ * kernel reads: prepare checked they exist) and made again whenever those entries differ from the copy kept
+ * (the table may be a model input). e = 2 is the quadratic at f = 0, which adds 0 to lut[2]; e = 1 is entry
+ * p = 0, (lut[1], 0, 0) at f = 0; e = 0 takes lut[0] by a blend. The quadratic is the portable int32 arithmetic
+ * (mullo, arithmetic shifts: no product overflows, as there), the gain truncated to int16 by a shift pair. The
+ * uint64 product x * gain (gain sign-extended to 32 bits) is _mm256_mul_epu32 on even and odd lanes, shifted
+ * right by snr_shift (0..63, as the portable kernel), its low 32 bits the SNR; the output's two branches are
+ * computed for every lane and chosen by snr >> 13 == 0 (snr < 8192, where snr * snr < 2^26 fits a 32-bit
+ * product). A count's last partial vector runs through zero-padded copies. Without AVX2 the portable kernel runs.
  */
 #define mn_signal_pcan_u32 mn_signal_pcan_u32_portable
 #include "signal_pcan.portable.inc"
 #undef mn_signal_pcan_u32
+#include <string.h>
 #include "mn_host.h"
 
 #if defined(MNH_AVX2)
+enum { PCAN_LUT_USED = 125 }; /* entries 0 .. 4 * 32 - 4 */
+
+/* Per call site: the table's first 125 entries as last seen, and per leading-one position p (0..31) the words
+ * (c0 & 0xFFFF) | c1 << 16 and c2 (c0, c1, c2 = lut[4p-2], lut[4p-1], lut[4p]; for p = 0, e = 1: lut[1], 0, 0). */
+typedef struct {
+    int16_t seen[PCAN_LUT_USED];
+    int32_t c01[32], c2[32];
+} pcan_table;
+
+static const pcan_table *pcan_prepare(const mn_word *args, const int16_t *lut) {
+    mnh_slot *slot;
+    pcan_table *t = (pcan_table *)mnh_lookup(args, &slot);
+    if (t && memcmp(t->seen, lut, sizeof t->seen) == 0) return t;
+    if (!t) {
+        if (!slot || !(t = (pcan_table *)mnh_alloc(sizeof *t))) return NULL;
+        mnh_keep(slot, args, t);
+    }
+    memcpy(t->seen, lut, sizeof t->seen);
+    t->c01[0] = (uint16_t)lut[1], t->c2[0] = 0;
+    for (int p = 1; p < 32; p++) {
+        t->c01[p] = (int32_t)((uint32_t)(uint16_t)lut[4 * p - 2] | (uint32_t)(uint16_t)lut[4 * p - 1] << 16);
+        t->c2[p] = lut[4 * p];
+    }
+    return t;
+}
+
+/* the 32-entry table tab[0..4) (eight entries each) at each lane's index bits 0..4 */
+static inline __m256i pcan_lookup(const __m256i *tab, __m256i p) {
+    const __m256 bit3 = _mm256_castsi256_ps(_mm256_slli_epi32(p, 28));
+    const __m256 lo = _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab[0], p)),
+                                       _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab[1], p)), bit3);
+    const __m256 hi = _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab[2], p)),
+                                       _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab[3], p)), bit3);
+    return _mm256_castps_si256(_mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(p, 27))));
+}
+
 /* the position of the leading one of each lane of e (unsigned), for e >= 1 (e = 0 gives a negative value) */
 static inline __m256i pcan_leading_one(__m256i e) {
     const __m256i hi = _mm256_srli_epi32(e, 8);
@@ -29,27 +68,22 @@ static inline __m256i pcan_leading_one(__m256i e) {
                                                                                    _mm256_set1_epi32(8)));
 }
 
-/* out[0..8) for x[0..8), noise[0..8) */
-static inline void pcan8(uint32_t *out, const uint32_t *x, const uint32_t *noise, const int16_t *lut, __m128i shift) {
+/* out[0..8) for x[0..8), noise[0..8); tab: c01 then c2 as four vectors each; lut0: lut[0] in every lane */
+static inline void pcan8(uint32_t *out, const uint32_t *x, const uint32_t *noise, const __m256i *tab, __m256i lut0,
+                         __m128i shift) {
     const __m256i e = _mm256_loadu_si256((const __m256i *)noise), v = _mm256_loadu_si256((const __m256i *)x);
-    const __m256i two = _mm256_set1_epi32(2), one = _mm256_set1_epi32(1);
     const __m256i p = pcan_leading_one(e);
-    /* e <= 2 (unsigned): min(e, 3) < 3 */
-    const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(3), _mm256_min_epu32(e, _mm256_set1_epi32(3)));
-    const __m256i k = _mm256_blendv_epi8(_mm256_sub_epi32(_mm256_slli_epi32(p, 2), two), e, small);
     const __m256i f = _mm256_and_si256(
         _mm256_srli_epi32(_mm256_sllv_epi32(e, _mm256_sub_epi32(_mm256_set1_epi32(31), p)), 21),
         _mm256_set1_epi32(0x3FF));
-    const __m256i a = _mm256_i32gather_epi32((const int *)lut, k, 2);
-    const __m256i b = _mm256_i32gather_epi32((const int *)lut, _mm256_add_epi32(k, one), 2);
-    const __m256i c0 = _mm256_srai_epi32(_mm256_slli_epi32(a, 16), 16), c1 = _mm256_srai_epi32(a, 16);
-    const __m256i c2 = _mm256_srai_epi32(b, 16);
+    const __m256i a = pcan_lookup(tab, p), c2 = pcan_lookup(tab + 4, p);
+    const __m256i c0 = _mm256_blendv_epi8(_mm256_srai_epi32(_mm256_slli_epi32(a, 16), 16), lut0,
+                                          _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
+    const __m256i c1 = _mm256_srai_epi32(a, 16);
     const __m256i inner = _mm256_add_epi32(_mm256_srai_epi32(_mm256_mullo_epi32(c2, f), 5), _mm256_slli_epi32(c1, 5));
     const __m256i r = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(inner, f), _mm256_set1_epi32(1 << 14)),
                                         15);
-    __m256i g = _mm256_add_epi32(r, c0);
-    g = _mm256_blendv_epi8(g, c0, small);
-    g = _mm256_srai_epi32(_mm256_slli_epi32(g, 16), 16);
+    const __m256i g = _mm256_srai_epi32(_mm256_slli_epi32(_mm256_add_epi32(r, c0), 16), 16);
     const __m256i even = _mm256_srl_epi64(_mm256_mul_epu32(v, g), shift);
     const __m256i odd = _mm256_srl_epi64(_mm256_mul_epu32(_mm256_srli_epi64(v, 32), _mm256_srli_epi64(g, 32)), shift);
     const __m256i snr = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
@@ -64,18 +98,25 @@ void mn_signal_pcan_u32(const mn_word *args) {
     const uint32_t *x = MN_P(const uint32_t, IN), *noise = MN_P(const uint32_t, NOISE);
     const int16_t *lut = MN_P(const int16_t, LUT);
     const int32_t count = MN_I(COUNT), shift = MN_I(SNR_SHIFT);
-    if (shift < 0 || shift > 63) {
+    const pcan_table *t = shift < 0 || shift > 63 ? NULL : pcan_prepare(args, lut);
+    if (!t) {
         mn_signal_pcan_u32_portable(args);
         return;
     }
+    __m256i tab[8];
+    for (int q = 0; q < 4; q++) {
+        tab[q] = _mm256_loadu_si256((const __m256i *)(t->c01 + 8 * q));
+        tab[4 + q] = _mm256_loadu_si256((const __m256i *)(t->c2 + 8 * q));
+    }
+    const __m256i lut0 = _mm256_set1_epi32(lut[0]);
     const __m128i sh = _mm_cvtsi32_si128(shift);
     int32_t i = 0;
-    for (; i + 8 <= count; i += 8) pcan8(out + i, x + i, noise + i, lut, sh);
+    for (; i + 8 <= count; i += 8) pcan8(out + i, x + i, noise + i, tab, lut0, sh);
     if (i < count) {
         uint32_t xs[8] = {0}, ns[8] = {0}, os[8];
         const int32_t n = count - i;
         memcpy(xs, x + i, (size_t)n * 4), memcpy(ns, noise + i, (size_t)n * 4);
-        pcan8(os, xs, ns, lut, sh);
+        pcan8(os, xs, ns, tab, lut0, sh);
         memcpy(out + i, os, (size_t)n * 4);
     }
 }
