@@ -218,9 +218,9 @@ def bank_ref(x: np.ndarray, w: np.ndarray, u: np.ndarray, bands: np.ndarray, nch
 
 
 def chain_tables(rng: np.random.Generator, n_in: int, nch: int, signed: bool) -> tuple[np.ndarray, ...]:
-    """Bands 0 .. nch, each a whole number of 4 bins (the port's chain layout), overlapping bins, random or
-    mel-like weights."""
-    width = rng.integers(1, 5, nch + 1) * 4
+    """Bands 0 .. nch, each a whole number of 4 bins (the port's chain layout: 1 to 7 quads, each count its own
+    code), overlapping bins, random or mel-like weights."""
+    width = rng.integers(1, 8, nch + 1) * 4
     freq = np.array([rng.integers(0, n_in - n + 1) for n in width])
     start = np.concatenate([[0], np.cumsum(width)[:-1]])
     n_w = int(width.sum())

@@ -18,6 +18,8 @@
 
 #if defined(MNH_AVX2)
 typedef struct { int32_t bin, weight, width, falling; } fb_run;
+typedef struct { int32_t b, bin, weight, quads; } fb_band;
+enum { FB_CLASSES = 5 }; /* chain bands of 1, 2, 3 and 4 quads of bins, and longer ones */
 
 typedef struct {
     const int32_t *bands; /* the call's band words, count and channels: checked against the call's on every call */
@@ -26,6 +28,9 @@ typedef struct {
     int32_t chain;                     /* band b is channel b's, for b = 0 .. channels, every width % 4 == 0 */
     int32_t *first;                    /* per channel (rounded up to 4) + 1: its first run in runs */
     fb_run *runs;
+    fb_band *cls[FB_CLASSES];          /* chain: the bands by class */
+    int32_t n_cls[FB_CLASSES];
+    __m256i *rising, *falling;         /* chain: per band, its edges' four-lane sums (scratch of the call) */
 } fb_plan;
 
 static fb_plan *fb_prepare(const mn_word *args) {
@@ -33,7 +38,8 @@ static fb_plan *fb_prepare(const mn_word *args) {
     const int32_t n_bands = MN_I(N_BANDS), channels = MN_I(CHANNELS);
     const int32_t padded = (channels + 3) / 4 * 4;
     fb_plan *p = (fb_plan *)mnh_alloc(sizeof(fb_plan) + (size_t)(padded + 1) * sizeof(int32_t) +
-                                      (size_t)2 * n_bands * sizeof(fb_run));
+                                      (size_t)2 * n_bands * sizeof(fb_run) + (size_t)n_bands * sizeof(fb_band) +
+                                      (size_t)2 * (n_bands + 1) * sizeof(__m256i) + 32);
     if (!p) return NULL;
     p->bands = band, p->n_bands = n_bands, p->channels = channels, p->groups = padded / 4;
     p->first = (int32_t *)(p + 1);
@@ -55,6 +61,18 @@ static fb_plan *fb_prepare(const mn_word *args) {
     if (p->lo > p->hi) p->lo = p->hi;
     p->chain = n_bands == channels + 1;
     for (int32_t b = 0; b < n_bands; b++) p->chain &= band[4 * b] == b && band[4 * b + 3] % 4 == 0;
+    fb_band *list = (fb_band *)(p->runs + 2 * n_bands);
+    uintptr_t at = ((uintptr_t)(list + n_bands) + 31) & ~(uintptr_t)31;
+    p->rising = (__m256i *)at, p->falling = p->rising + n_bands;
+    for (int k = 0; k < FB_CLASSES; k++) {
+        p->cls[k] = list, p->n_cls[k] = 0;
+        for (int32_t b = 0; p->chain && b < n_bands; b++) {
+            const int32_t quads = band[4 * b + 3] / 4;
+            if (quads - 1 == k || (k == FB_CLASSES - 1 && quads >= FB_CLASSES))
+                list[p->n_cls[k]++] = (fb_band){b, band[4 * b + 1], band[4 * b + 2], quads};
+        }
+        list += p->n_cls[k];
+    }
     return p;
 }
 
@@ -75,54 +93,67 @@ static inline __m256i fb_sum4(const __m256i *acc) {
     return _mm256_add_epi64(_mm256_permute2x128_si256(t0, t1, 0x20), _mm256_permute2x128_si256(t0, t1, 0x31));
 }
 
-/* The usual layout (mel tables): bands 0 .. channels in order, each a whole number of 4 bins. A band's bins are
- * read once for both its edges; eight at a time as int32 lanes, whose even lanes mul_epi32 takes as they are and
- * odd lanes after a 64-bit shift right by 32 (the weights sign-extended to int32 lanes the same way), then a last
- * four as above. Channel c's four-lane sum is band c's falling edge plus band c + 1's rising one. */
+/* A chain band's two edges over `quads` quads of bins: each bin read once for both; eight at a time as int32 lanes,
+ * whose even lanes mul_epi32 takes as they are and odd lanes after a 64-bit shift right by 32 (the weights
+ * sign-extended to int32 lanes the same way), then a last four zero-extended to 64-bit lanes. */
+__attribute__((always_inline)) static inline void fb_edges(const uint32_t *xb, const int16_t *wb, const int16_t *ub,
+                                                           int32_t quads, __m256i *rising, __m256i *falling) {
+    __m256i r = _mm256_setzero_si256(), f = _mm256_setzero_si256();
+    int32_t i = 0;
+    for (; i + 8 <= 4 * quads; i += 8) {
+        const __m256i xv = _mm256_loadu_si256((const __m256i *)(xb + i)), xo = _mm256_srli_epi64(xv, 32);
+        const __m256i wv = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(wb + i)));
+        const __m256i uv = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(ub + i)));
+        r = _mm256_add_epi64(r, _mm256_add_epi64(_mm256_mul_epi32(wv, xv),
+                                                 _mm256_mul_epi32(_mm256_srli_epi64(wv, 32), xo)));
+        f = _mm256_add_epi64(f, _mm256_add_epi64(_mm256_mul_epi32(uv, xv),
+                                                 _mm256_mul_epi32(_mm256_srli_epi64(uv, 32), xo)));
+    }
+    if (i < 4 * quads) {
+        const __m256i xv = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(xb + i)));
+        r = _mm256_add_epi64(r, _mm256_mul_epi32(_mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(wb + i))), xv));
+        f = _mm256_add_epi64(f, _mm256_mul_epi32(_mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(ub + i))), xv));
+    }
+    _mm256_store_si256(rising, r);
+    _mm256_store_si256(falling, f);
+}
+
+/* every band of a class; QUADS: the class's quads per band (a constant at each call), 0: each band's own */
+__attribute__((always_inline)) static inline void fb_class(const fb_plan *p, int k, int32_t quads, const uint32_t *x,
+                                                           const int16_t *w, const int16_t *u) {
+    const fb_band *list = p->cls[k];
+    for (int32_t j = 0; j < p->n_cls[k]; j++) {
+        const fb_band bd = list[j];
+        fb_edges(x + bd.bin, w + bd.weight, u + bd.weight, quads ? quads : bd.quads, p->rising + bd.b,
+                 p->falling + bd.b);
+    }
+}
+
+/* The usual layout (mel tables): bands 0 .. channels in order, each a whole number of quads of bins. The bands are
+ * taken class by class (a fixed number of quads: straight code per band), their edges' lane sums kept per band;
+ * channel c's four-lane sum is then band c's falling edge plus band c + 1's rising one (band 0's rising edge and
+ * band `channels`' falling edge have no channel), four channels reduced together. */
 static void fb_chain(const fb_plan *p, uint64_t *out, const uint32_t *x, const int16_t *w, const int16_t *u) {
-    enum { MAX_GROUP = 64 };
-    const int32_t *band = p->bands;
+    fb_class(p, 0, 1, x, w, u);
+    fb_class(p, 1, 2, x, w, u);
+    fb_class(p, 2, 3, x, w, u);
+    fb_class(p, 3, 4, x, w, u);
+    fb_class(p, 4, 0, x, w, u);
     const int32_t channels = p->channels;
-    __m256i ch[4 * MAX_GROUP + 4];
-    __m256i falling = _mm256_setzero_si256();
-    for (int32_t g0 = 0; g0 < channels; g0 += 4 * MAX_GROUP) { /* runs of 4 * MAX_GROUP channels (stack room) */
-        const int32_t g1 = g0 + 4 * MAX_GROUP < channels ? g0 + 4 * MAX_GROUP : channels;
-        for (int32_t b = g0 == 0 ? 0 : g0 + 1; b <= g1; b++) {
-            const int32_t *q = band + 4 * b;
-            const uint32_t *xb = x + q[1];
-            const int16_t *wb = w + q[2], *ub = u + q[2];
-            const int32_t width = q[3];
-            __m256i r = _mm256_setzero_si256(), f = _mm256_setzero_si256();
-            int32_t i = 0;
-            for (; i + 8 <= width; i += 8) {
-                const __m256i xv = _mm256_loadu_si256((const __m256i *)(xb + i)), xo = _mm256_srli_epi64(xv, 32);
-                const __m256i wv = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(wb + i)));
-                const __m256i uv = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(ub + i)));
-                r = _mm256_add_epi64(r, _mm256_add_epi64(_mm256_mul_epi32(wv, xv),
-                                                         _mm256_mul_epi32(_mm256_srli_epi64(wv, 32), xo)));
-                f = _mm256_add_epi64(f, _mm256_add_epi64(_mm256_mul_epi32(uv, xv),
-                                                         _mm256_mul_epi32(_mm256_srli_epi64(uv, 32), xo)));
-            }
-            if (i < width) {
-                const __m256i xv = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(xb + i)));
-                r = _mm256_add_epi64(r, _mm256_mul_epi32(_mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(wb + i))), xv));
-                f = _mm256_add_epi64(f, _mm256_mul_epi32(_mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(ub + i))), xv));
-            }
-            if (b >= 1) ch[b - 1 - g0] = _mm256_add_epi64(falling, r); /* band 0's rising edge has no channel */
-            falling = f; /* band `channels`' falling edge has none either */
-        }
-        const int32_t n = g1 - g0;
-        for (int32_t c = n; c < (n + 3) / 4 * 4; c++) ch[c] = _mm256_setzero_si256();
-        for (int32_t c = 0; c < n; c += 4) {
-            const __m256i sums = fb_sum4(ch + c);
-            if (c + 4 <= n) {
-                _mm256_storeu_si256((__m256i *)(out + g0 + c), sums);
-            } else {
-                uint64_t s[4];
-                _mm256_storeu_si256((__m256i *)s, sums);
-                for (int32_t k = c; k < n; k++) out[g0 + k] = s[k - c];
-            }
-        }
+    const __m256i *r = p->rising + 1, *f = p->falling;
+    int32_t c = 0;
+    for (; c + 4 <= channels; c += 4) {
+        const __m256i acc[4] = {_mm256_add_epi64(f[c], r[c]), _mm256_add_epi64(f[c + 1], r[c + 1]),
+                                _mm256_add_epi64(f[c + 2], r[c + 2]), _mm256_add_epi64(f[c + 3], r[c + 3])};
+        _mm256_storeu_si256((__m256i *)(out + c), fb_sum4(acc));
+    }
+    if (c < channels) {
+        __m256i acc[4];
+        for (int k = 0; k < 4; k++)
+            acc[k] = c + k < channels ? _mm256_add_epi64(f[c + k], r[c + k]) : _mm256_setzero_si256();
+        uint64_t s[4];
+        _mm256_storeu_si256((__m256i *)s, fb_sum4(acc));
+        for (int k = 0; c + k < channels; k++) out[c + k] = s[k];
     }
 }
 
