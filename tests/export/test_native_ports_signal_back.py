@@ -248,15 +248,16 @@ def test_pcan_table_changes(lib: ctypes.CDLL) -> None:
     """One call site (the same argument words) whose table changes between invokes, in one entry or all: the port's
     prepared copy follows it."""
     rng = np.random.default_rng(12)
-    noise, x = noise_values(rng)[-41:].copy(), spread(41, rng)
+    noise = np.array([3 << b >> 1 for b in range(32)] + [0, 1, 2, 3, 2**32 - 1, 5, 6, 7, 9], np.uint32)
+    x = spread(41, rng)  # noise: every bit length (every table entry read)
     lut, outs = smooth_lut().copy(), [np.zeros(41, np.uint32), np.zeros(41, np.uint32)]
     words = [(ctypes.c_size_t * 6)(o.ctypes.data, x.ctypes.data, noise.ctypes.data, lut.ctypes.data, 41, 6)
              for o in outs]
     KEPT.append((words, lut, outs, x, noise))
-    for k in range(8):
+    for k, at in enumerate([0, 0, 124, 111, 112, 63, 5, 120, 99, 124]):  # the compare's first, overlapped, last
         if k:
-            lut[...] = rng.integers(-32768, 32768, 125) if k % 2 else lut
-            lut[int(rng.integers(0, 125))] ^= 1 << int(rng.integers(0, 16))
+            lut[...] = rng.integers(-32768, 32768, 125) if k == 5 else lut
+            lut.view(np.uint16)[at] ^= np.uint16(1 << int(rng.integers(0, 16)))
         lib["mn_signal_pcan_u32"](words[0])
         lib["mn_signal_pcan_u32_portable"](words[1])
         assert outs[0].tobytes() == outs[1].tobytes(), k

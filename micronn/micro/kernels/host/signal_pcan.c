@@ -18,7 +18,6 @@
 #define mn_signal_pcan_u32 mn_signal_pcan_u32_portable
 #include "signal_pcan.portable.inc"
 #undef mn_signal_pcan_u32
-#include <string.h>
 #include "mn_host.h"
 
 #if defined(MNH_AVX2)
@@ -31,10 +30,21 @@ typedef struct {
     int32_t c01[32], c2[32];
 } pcan_table;
 
+/* whether the 125 entries (250 bytes) at a and b are the same: eight 32-byte compares, the last overlapping */
+static inline int pcan_same(const int16_t *a, const int16_t *b) {
+    __m256i diff = _mm256_setzero_si256();
+    for (int i = 0; i < 7; i++)
+        diff = _mm256_or_si256(diff, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + 16 * i)),
+                                                      _mm256_loadu_si256((const __m256i *)(b + 16 * i))));
+    diff = _mm256_or_si256(diff, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + PCAN_LUT_USED - 16)),
+                                                  _mm256_loadu_si256((const __m256i *)(b + PCAN_LUT_USED - 16))));
+    return _mm256_testz_si256(diff, diff);
+}
+
 static const pcan_table *pcan_prepare(const mn_word *args, const int16_t *lut) {
     mnh_slot *slot;
     pcan_table *t = (pcan_table *)mnh_lookup(args, &slot);
-    if (t && memcmp(t->seen, lut, sizeof t->seen) == 0) return t;
+    if (t && pcan_same(t->seen, lut)) return t;
     if (!t) {
         if (!slot || !(t = (pcan_table *)mnh_alloc(sizeof *t))) return NULL;
         mnh_keep(slot, args, t);
@@ -48,13 +58,14 @@ static const pcan_table *pcan_prepare(const mn_word *args, const int16_t *lut) {
     return t;
 }
 
-/* the 32-entry table tab[0..4) (eight entries each) at each lane's index bits 0..4 */
-static inline __m256i pcan_lookup(const __m256i *tab, __m256i p) {
+/* the 32-entry table tab[0..32) at each lane's index bits 0..4 */
+static inline __m256i pcan_lookup(const int32_t *tab, __m256i p) {
     const __m256 bit3 = _mm256_castsi256_ps(_mm256_slli_epi32(p, 28));
-    const __m256 lo = _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab[0], p)),
-                                       _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab[1], p)), bit3);
-    const __m256 hi = _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab[2], p)),
-                                       _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab[3], p)), bit3);
+#define PCAN_PART(q)                                                                                               \
+    _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(tab + 8 * (q))), p))
+    const __m256 lo = _mm256_blendv_ps(PCAN_PART(0), PCAN_PART(1), bit3);
+    const __m256 hi = _mm256_blendv_ps(PCAN_PART(2), PCAN_PART(3), bit3);
+#undef PCAN_PART
     return _mm256_castps_si256(_mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(p, 27))));
 }
 
@@ -68,15 +79,15 @@ static inline __m256i pcan_leading_one(__m256i e) {
                                                                                    _mm256_set1_epi32(8)));
 }
 
-/* out[0..8) for x[0..8), noise[0..8); tab: c01 then c2 as four vectors each; lut0: lut[0] in every lane */
-static inline void pcan8(uint32_t *out, const uint32_t *x, const uint32_t *noise, const __m256i *tab, __m256i lut0,
+/* out[0..8) for x[0..8), noise[0..8); lut0: lut[0] in every lane */
+static inline void pcan8(uint32_t *out, const uint32_t *x, const uint32_t *noise, const pcan_table *tab, __m256i lut0,
                          __m128i shift) {
     const __m256i e = _mm256_loadu_si256((const __m256i *)noise), v = _mm256_loadu_si256((const __m256i *)x);
     const __m256i p = pcan_leading_one(e);
     const __m256i f = _mm256_and_si256(
         _mm256_srli_epi32(_mm256_sllv_epi32(e, _mm256_sub_epi32(_mm256_set1_epi32(31), p)), 21),
         _mm256_set1_epi32(0x3FF));
-    const __m256i a = pcan_lookup(tab, p), c2 = pcan_lookup(tab + 4, p);
+    const __m256i a = pcan_lookup(tab->c01, p), c2 = pcan_lookup(tab->c2, p);
     const __m256i c0 = _mm256_blendv_epi8(_mm256_srai_epi32(_mm256_slli_epi32(a, 16), 16), lut0,
                                           _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
     const __m256i c1 = _mm256_srai_epi32(a, 16);
@@ -103,20 +114,15 @@ void mn_signal_pcan_u32(const mn_word *args) {
         mn_signal_pcan_u32_portable(args);
         return;
     }
-    __m256i tab[8];
-    for (int q = 0; q < 4; q++) {
-        tab[q] = _mm256_loadu_si256((const __m256i *)(t->c01 + 8 * q));
-        tab[4 + q] = _mm256_loadu_si256((const __m256i *)(t->c2 + 8 * q));
-    }
     const __m256i lut0 = _mm256_set1_epi32(lut[0]);
     const __m128i sh = _mm_cvtsi32_si128(shift);
     int32_t i = 0;
-    for (; i + 8 <= count; i += 8) pcan8(out + i, x + i, noise + i, tab, lut0, sh);
+    for (; i + 8 <= count; i += 8) pcan8(out + i, x + i, noise + i, t, lut0, sh);
     if (i < count) {
         uint32_t xs[8] = {0}, ns[8] = {0}, os[8];
         const int32_t n = count - i;
         memcpy(xs, x + i, (size_t)n * 4), memcpy(ns, noise + i, (size_t)n * 4);
-        pcan8(os, xs, ns, tab, lut0, sh);
+        pcan8(os, xs, ns, t, lut0, sh);
         memcpy(out + i, os, (size_t)n * 4);
     }
 }
