@@ -30,7 +30,7 @@ typedef struct {
     fb_run *runs;
     fb_band *cls[FB_CLASSES];          /* chain: the bands by class */
     int32_t n_cls[FB_CLASSES];
-    __m256i *rising, *falling;         /* chain: per band, its edges' four-lane sums (scratch of the call) */
+    __m128i *edges;                    /* chain: per band, its (rising, falling) sums (scratch of the call) */
 } fb_plan;
 
 static fb_plan *fb_prepare(const mn_word *args) {
@@ -39,7 +39,7 @@ static fb_plan *fb_prepare(const mn_word *args) {
     const int32_t padded = (channels + 3) / 4 * 4;
     fb_plan *p = (fb_plan *)mnh_alloc(sizeof(fb_plan) + (size_t)(padded + 1) * sizeof(int32_t) +
                                       (size_t)2 * n_bands * sizeof(fb_run) + (size_t)n_bands * sizeof(fb_band) +
-                                      (size_t)2 * (n_bands + 1) * sizeof(__m256i) + 32);
+                                      (size_t)n_bands * sizeof(__m128i) + 32);
     if (!p) return NULL;
     p->bands = band, p->n_bands = n_bands, p->channels = channels, p->groups = padded / 4;
     p->first = (int32_t *)(p + 1);
@@ -63,7 +63,7 @@ static fb_plan *fb_prepare(const mn_word *args) {
     for (int32_t b = 0; b < n_bands; b++) p->chain &= band[4 * b] == b && band[4 * b + 3] % 4 == 0;
     fb_band *list = (fb_band *)(p->runs + 2 * n_bands);
     uintptr_t at = ((uintptr_t)(list + n_bands) + 31) & ~(uintptr_t)31;
-    p->rising = (__m256i *)at, p->falling = p->rising + n_bands;
+    p->edges = (__m128i *)at;
     for (int k = 0; k < FB_CLASSES; k++) {
         p->cls[k] = list, p->n_cls[k] = 0;
         for (int32_t b = 0; p->chain && b < n_bands; b++) {
@@ -95,10 +95,12 @@ static inline __m256i fb_sum4(const __m256i *acc) {
 
 /* A chain band's two edges over `quads` quads of bins: each bin read once for both; eight at a time as int32 lanes,
  * whose even lanes mul_epi32 takes as they are and odd lanes after a 64-bit shift right by 32 (the weights
- * sign-extended to int32 lanes the same way), then a last four zero-extended to 64-bit lanes. */
+ * sign-extended to int32 lanes the same way), then a last four zero-extended to 64-bit lanes. The lanes are summed
+ * into (rising, falling) at *edges; every bin read is or-ed into *seen (its bit 31 in the sign bit of a 32-bit lane:
+ * set, and the products were not the exact ones). */
 __attribute__((always_inline)) static inline void fb_edges(const uint32_t *xb, const int16_t *wb, const int16_t *ub,
-                                                           int32_t quads, __m256i *rising, __m256i *falling) {
-    __m256i r = _mm256_setzero_si256(), f = _mm256_setzero_si256();
+                                                           int32_t quads, __m128i *edges, __m256i *seen) {
+    __m256i r = _mm256_setzero_si256(), f = _mm256_setzero_si256(), any = *seen;
     int32_t i = 0;
     for (; i + 8 <= 4 * quads; i += 8) {
         const __m256i xv = _mm256_loadu_si256((const __m256i *)(xb + i)), xo = _mm256_srli_epi64(xv, 32);
@@ -108,53 +110,58 @@ __attribute__((always_inline)) static inline void fb_edges(const uint32_t *xb, c
                                                  _mm256_mul_epi32(_mm256_srli_epi64(wv, 32), xo)));
         f = _mm256_add_epi64(f, _mm256_add_epi64(_mm256_mul_epi32(uv, xv),
                                                  _mm256_mul_epi32(_mm256_srli_epi64(uv, 32), xo)));
+        any = _mm256_or_si256(any, xv);
     }
     if (i < 4 * quads) {
         const __m256i xv = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(xb + i)));
-        r = _mm256_add_epi64(r, _mm256_mul_epi32(_mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(wb + i))), xv));
-        f = _mm256_add_epi64(f, _mm256_mul_epi32(_mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(ub + i))), xv));
+        const __m256i wv = _mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(wb + i)));
+        const __m256i uv = _mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(ub + i)));
+        r = _mm256_add_epi64(r, _mm256_mul_epi32(wv, xv));
+        f = _mm256_add_epi64(f, _mm256_mul_epi32(uv, xv));
+        any = _mm256_or_si256(any, xv);
     }
-    _mm256_store_si256(rising, r);
-    _mm256_store_si256(falling, f);
+    const __m256i t = _mm256_add_epi64(_mm256_unpacklo_epi64(r, f), _mm256_unpackhi_epi64(r, f));
+    _mm_store_si128(edges, _mm_add_epi64(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
+    *seen = any;
 }
 
 /* every band of a class; QUADS: the class's quads per band (a constant at each call), 0: each band's own */
 __attribute__((always_inline)) static inline void fb_class(const fb_plan *p, int k, int32_t quads, const uint32_t *x,
-                                                           const int16_t *w, const int16_t *u) {
+                                                           const int16_t *w, const int16_t *u, __m256i *seen) {
     const fb_band *list = p->cls[k];
-    for (int32_t j = 0; j < p->n_cls[k]; j++) {
+    const int32_t n = p->n_cls[k];
+    __m128i *edges = p->edges;
+    for (int32_t j = 0; j < n; j++) {
         const fb_band bd = list[j];
-        fb_edges(x + bd.bin, w + bd.weight, u + bd.weight, quads ? quads : bd.quads, p->rising + bd.b,
-                 p->falling + bd.b);
+        fb_edges(x + bd.bin, w + bd.weight, u + bd.weight, quads ? quads : bd.quads, edges + bd.b, seen);
     }
 }
 
 /* The usual layout (mel tables): bands 0 .. channels in order, each a whole number of quads of bins. The bands are
- * taken class by class (a fixed number of quads: straight code per band), their edges' lane sums kept per band;
- * channel c's four-lane sum is then band c's falling edge plus band c + 1's rising one (band 0's rising edge and
- * band `channels`' falling edge have no channel), four channels reduced together. */
-static void fb_chain(const fb_plan *p, uint64_t *out, const uint32_t *x, const int16_t *w, const int16_t *u) {
-    fb_class(p, 0, 1, x, w, u);
-    fb_class(p, 1, 2, x, w, u);
-    fb_class(p, 2, 3, x, w, u);
-    fb_class(p, 3, 4, x, w, u);
-    fb_class(p, 4, 0, x, w, u);
+ * taken class by class (a fixed number of quads: straight code per band), each band's (rising, falling) sums kept
+ * side by side; channel c is then band c's falling edge plus band c + 1's rising one, the two words after band c's
+ * first (band 0's rising edge and band `channels`' falling edge have no channel). 0: a bin at or above 2^31 was
+ * seen, nothing written. */
+__attribute__((noinline)) static int fb_chain(const fb_plan *p, uint64_t *out, const uint32_t *x, const int16_t *w,
+                                              const int16_t *u) {
+    __m256i seen = _mm256_setzero_si256();
+    fb_class(p, 0, 1, x, w, u, &seen);
+    fb_class(p, 1, 2, x, w, u, &seen);
+    fb_class(p, 2, 3, x, w, u, &seen);
+    fb_class(p, 3, 4, x, w, u, &seen);
+    fb_class(p, 4, 0, x, w, u, &seen);
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(seen))) return 0;
     const int32_t channels = p->channels;
-    const __m256i *r = p->rising + 1, *f = p->falling;
+    const uint64_t *e = (const uint64_t *)p->edges + 1; /* e[2c], e[2c + 1]: band c's falling, band c + 1's rising */
     int32_t c = 0;
-    for (; c + 4 <= channels; c += 4) {
-        const __m256i acc[4] = {_mm256_add_epi64(f[c], r[c]), _mm256_add_epi64(f[c + 1], r[c + 1]),
-                                _mm256_add_epi64(f[c + 2], r[c + 2]), _mm256_add_epi64(f[c + 3], r[c + 3])};
-        _mm256_storeu_si256((__m256i *)(out + c), fb_sum4(acc));
+    for (; c + 4 <= channels; c += 4) { /* e[2c .. 2c + 8) */
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(e + 2 * c));
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(e + 2 * c + 4));
+        const __m256i s = _mm256_add_epi64(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+        _mm256_storeu_si256((__m256i *)(out + c), _mm256_permute4x64_epi64(s, 0xD8)); /* c, c+2, c+1, c+3 */
     }
-    if (c < channels) {
-        __m256i acc[4];
-        for (int k = 0; k < 4; k++)
-            acc[k] = c + k < channels ? _mm256_add_epi64(f[c + k], r[c + k]) : _mm256_setzero_si256();
-        uint64_t s[4];
-        _mm256_storeu_si256((__m256i *)s, fb_sum4(acc));
-        for (int k = 0; c + k < channels; k++) out[c + k] = s[k];
-    }
+    for (; c < channels; c++) out[c] = e[2 * c] + e[2 * c + 1];
+    return 1;
 }
 
 void mn_signal_filter_bank_u32(const mn_word *args) {
@@ -164,15 +171,19 @@ void mn_signal_filter_bank_u32(const mn_word *args) {
               p->channels != MN_I(CHANNELS)))
         p = NULL; /* another call's words at this address (never in a generated model) */
     if (!p && slot && !slot->value) mnh_keep(slot, args, p = fb_prepare(args));
-    const uint32_t *x = MN_P(const uint32_t, IN);
-    if (!p || fb_any_top(x, p->lo, p->hi)) {
+    if (!p) {
         mn_signal_filter_bank_u32_portable(args);
         return;
     }
     uint64_t *out = MN_P(uint64_t, OUT);
+    const uint32_t *x = MN_P(const uint32_t, IN);
     const int16_t *w = MN_P(const int16_t, WEIGHTS), *u = MN_P(const int16_t, UNWEIGHTS);
     if (p->chain) {
-        fb_chain(p, out, x, w, u);
+        if (!fb_chain(p, out, x, w, u)) mn_signal_filter_bank_u32_portable(args); /* a bin at or above 2^31 */
+        return;
+    }
+    if (fb_any_top(x, p->lo, p->hi)) {
+        mn_signal_filter_bank_u32_portable(args);
         return;
     }
     for (int32_t g = 0; g < p->groups; g++) {
