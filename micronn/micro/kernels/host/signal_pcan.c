@@ -1,9 +1,10 @@
 /* SignalPCAN, the host port (x86-64 with AVX2) of kernels/signal_pcan.c, same symbol, same argument words.
  *
- * Eight channels a vector, in 32-bit lanes. The noise estimate's leading one: e >> 8 when that is not 0, else e,
- * is below 2^24 and so converts to float exactly; its exponent field less 127 (plus 8 for the shifted case) is
- * the position p = b - 1. The 10 bits below the leading one are (e << (31 - p)) >> 21, the portable kernel's f
- * for every b (its left shift fills zeros, its right shift drops bits). The three table entries of a bit length,
+ * Eight channels a vector, in 32-bit lanes. The noise estimate's leading one: e >> 8 when e >= 2^24, else e, is
+ * below 2^24 and so converts to float exactly; its exponent field less 127 (plus 8 for the shifted case) is
+ * the position p = b - 1. The top 10 bits of that float's mantissa (the bits below the leading one, at least 16 of
+ * them when e >= 2^24) are the portable kernel's f for every b (its left shift fills zeros, its right shift drops
+ * bits, as the exact conversion and the >> 8 do). The three table entries of a bit length,
  * lut[k], lut[k+1], lut[k+2] at k = 4p - 2, come from 32-entry tables per p (four vectors each, vpermd on the low
  * three bits of p, blends on bits 3 and 4), made per call site from the table's first 125 entries (all that the
  * kernel reads: prepare checked they exist) and made again whenever those entries differ from the copy kept
@@ -69,24 +70,22 @@ static inline __m256i pcan_lookup(const int32_t *tab, __m256i p) {
     return _mm256_castps_si256(_mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(p, 27))));
 }
 
-/* the position of the leading one of each lane of e (unsigned), for e >= 1 (e = 0 gives a negative value) */
-static inline __m256i pcan_leading_one(__m256i e) {
-    const __m256i hi = _mm256_srli_epi32(e, 8);
-    const __m256i big = _mm256_xor_si256(_mm256_cmpeq_epi32(hi, _mm256_setzero_si256()), _mm256_set1_epi32(-1));
-    const __m256i w = _mm256_blendv_epi8(e, hi, big);
-    const __m256i exponent = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(w)), 23);
-    return _mm256_add_epi32(_mm256_sub_epi32(exponent, _mm256_set1_epi32(127)), _mm256_and_si256(big,
-                                                                                   _mm256_set1_epi32(8)));
+/* the position of the leading one of each lane of e (unsigned; e = 0 gives a negative value), and the float bits
+ * of e, or of e >> 8 when e >= 2^24 (exact): their mantissa bits are the top ones below e's leading one */
+static inline __m256i pcan_leading_one(__m256i e, __m256i *bits) {
+    const __m256i big = _mm256_cmpeq_epi32(_mm256_max_epu32(e, _mm256_set1_epi32(1 << 24)), e); /* e >= 2^24 */
+    *bits = _mm256_castps_si256(_mm256_cvtepi32_ps(_mm256_blendv_epi8(e, _mm256_srli_epi32(e, 8), big)));
+    return _mm256_add_epi32(_mm256_sub_epi32(_mm256_srli_epi32(*bits, 23), _mm256_set1_epi32(127)),
+                            _mm256_and_si256(big, _mm256_set1_epi32(8)));
 }
 
 /* out[0..8) for x[0..8), noise[0..8); lut0: lut[0] in every lane */
 static inline void pcan8(uint32_t *out, const uint32_t *x, const uint32_t *noise, const pcan_table *tab, __m256i lut0,
                          __m128i shift) {
     const __m256i e = _mm256_loadu_si256((const __m256i *)noise), v = _mm256_loadu_si256((const __m256i *)x);
-    const __m256i p = pcan_leading_one(e);
-    const __m256i f = _mm256_and_si256(
-        _mm256_srli_epi32(_mm256_sllv_epi32(e, _mm256_sub_epi32(_mm256_set1_epi32(31), p)), 21),
-        _mm256_set1_epi32(0x3FF));
+    __m256i fbits;
+    const __m256i p = pcan_leading_one(e, &fbits);
+    const __m256i f = _mm256_and_si256(_mm256_srli_epi32(fbits, 13), _mm256_set1_epi32(0x3FF));
     const __m256i a = pcan_lookup(tab->c01, p), c2 = pcan_lookup(tab->c2, p);
     const __m256i c0 = _mm256_blendv_epi8(_mm256_srai_epi32(_mm256_slli_epi32(a, 16), 16), lut0,
                                           _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
