@@ -30,7 +30,7 @@ typedef struct {
     fb_run *runs;
     fb_band *cls[FB_CLASSES];          /* chain: the bands by class */
     int32_t n_cls[FB_CLASSES];
-    __m128i *edges;                    /* chain: per band, its (rising, falling) sums (scratch of the call) */
+    __m256i *edges;                    /* chain: per band, its (rising, falling) half sums (scratch of the call) */
 } fb_plan;
 
 static fb_plan *fb_prepare(const mn_word *args) {
@@ -39,7 +39,7 @@ static fb_plan *fb_prepare(const mn_word *args) {
     const int32_t padded = (channels + 3) / 4 * 4;
     fb_plan *p = (fb_plan *)mnh_alloc(sizeof(fb_plan) + (size_t)(padded + 1) * sizeof(int32_t) +
                                       (size_t)2 * n_bands * sizeof(fb_run) + (size_t)n_bands * sizeof(fb_band) +
-                                      (size_t)n_bands * sizeof(__m128i) + 32);
+                                      (size_t)n_bands * sizeof(__m256i) + 32);
     if (!p) return NULL;
     p->bands = band, p->n_bands = n_bands, p->channels = channels, p->groups = padded / 4;
     p->first = (int32_t *)(p + 1);
@@ -63,7 +63,7 @@ static fb_plan *fb_prepare(const mn_word *args) {
     for (int32_t b = 0; b < n_bands; b++) p->chain &= band[4 * b] == b && band[4 * b + 3] % 4 == 0;
     fb_band *list = (fb_band *)(p->runs + 2 * n_bands);
     uintptr_t at = ((uintptr_t)(list + n_bands) + 31) & ~(uintptr_t)31;
-    p->edges = (__m128i *)at;
+    p->edges = (__m256i *)at;
     for (int k = 0; k < FB_CLASSES; k++) {
         p->cls[k] = list, p->n_cls[k] = 0;
         for (int32_t b = 0; p->chain && b < n_bands; b++) {
@@ -96,10 +96,10 @@ static inline __m256i fb_sum4(const __m256i *acc) {
 /* A chain band's two edges over `quads` quads of bins: each bin read once for both; eight at a time as int32 lanes,
  * whose even lanes mul_epi32 takes as they are and odd lanes after a 64-bit shift right by 32 (the weights
  * sign-extended to int32 lanes the same way), then a last four zero-extended to 64-bit lanes. The lanes are summed
- * into (rising, falling) at *edges; every bin read is or-ed into *seen (its bit 31 in the sign bit of a 32-bit lane:
+ * in pairs into *edges = (rising, falling, rising, falling), within 128-bit halves; every bin read is or-ed into *seen (its bit 31 in the sign bit of a 32-bit lane:
  * set, and the products were not the exact ones). */
 __attribute__((always_inline)) static inline void fb_edges(const uint32_t *xb, const int16_t *wb, const int16_t *ub,
-                                                           int32_t quads, __m128i *edges, __m256i *seen) {
+                                                           int32_t quads, __m256i *edges, __m256i *seen) {
     __m256i r = _mm256_setzero_si256(), f = _mm256_setzero_si256(), any = *seen;
     int32_t i = 0;
     for (; i + 8 <= 4 * quads; i += 8) {
@@ -120,8 +120,7 @@ __attribute__((always_inline)) static inline void fb_edges(const uint32_t *xb, c
         f = _mm256_add_epi64(f, _mm256_mul_epi32(uv, xv));
         any = _mm256_or_si256(any, xv);
     }
-    const __m256i t = _mm256_add_epi64(_mm256_unpacklo_epi64(r, f), _mm256_unpackhi_epi64(r, f));
-    _mm_store_si128(edges, _mm_add_epi64(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
+    _mm256_store_si256(edges, _mm256_add_epi64(_mm256_unpacklo_epi64(r, f), _mm256_unpackhi_epi64(r, f)));
     *seen = any;
 }
 
@@ -130,7 +129,7 @@ __attribute__((always_inline)) static inline void fb_class(const fb_plan *p, int
                                                            const int16_t *w, const int16_t *u, __m256i *seen) {
     const fb_band *list = p->cls[k];
     const int32_t n = p->n_cls[k];
-    __m128i *edges = p->edges;
+    __m256i *edges = p->edges;
     for (int32_t j = 0; j < n; j++) {
         const fb_band bd = list[j];
         fb_edges(x + bd.bin, w + bd.weight, u + bd.weight, quads ? quads : bd.quads, edges + bd.b, seen);
@@ -138,10 +137,10 @@ __attribute__((always_inline)) static inline void fb_class(const fb_plan *p, int
 }
 
 /* The usual layout (mel tables): bands 0 .. channels in order, each a whole number of quads of bins. The bands are
- * taken class by class (a fixed number of quads: straight code per band), each band's (rising, falling) sums kept
- * side by side; channel c is then band c's falling edge plus band c + 1's rising one, the two words after band c's
- * first (band 0's rising edge and band `channels`' falling edge have no channel). 0: a bin at or above 2^31 was
- * seen, nothing written. */
+ * taken class by class (a fixed number of quads: straight code per band), each band's half sums kept; channel c's
+ * four words are then band c's falling ones blended with band c + 1's rising ones (band 0's rising edge and band
+ * `channels`' falling edge have no channel), four channels reduced together. 0: a bin at or above 2^31 was seen,
+ * nothing written. */
 __attribute__((noinline)) static int fb_chain(const fb_plan *p, uint64_t *out, const uint32_t *x, const int16_t *w,
                                               const int16_t *u) {
     __m256i seen = _mm256_setzero_si256();
@@ -152,15 +151,19 @@ __attribute__((noinline)) static int fb_chain(const fb_plan *p, uint64_t *out, c
     fb_class(p, 4, 0, x, w, u, &seen);
     if (_mm256_movemask_ps(_mm256_castsi256_ps(seen))) return 0;
     const int32_t channels = p->channels;
-    const uint64_t *e = (const uint64_t *)p->edges + 1; /* e[2c], e[2c + 1]: band c's falling, band c + 1's rising */
+    const __m256i *e = p->edges;
     int32_t c = 0;
-    for (; c + 4 <= channels; c += 4) { /* e[2c .. 2c + 8) */
-        const __m256i a = _mm256_loadu_si256((const __m256i *)(e + 2 * c));
-        const __m256i b = _mm256_loadu_si256((const __m256i *)(e + 2 * c + 4));
-        const __m256i s = _mm256_add_epi64(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
-        _mm256_storeu_si256((__m256i *)(out + c), _mm256_permute4x64_epi64(s, 0xD8)); /* c, c+2, c+1, c+3 */
+    for (; c + 4 <= channels; c += 4) { /* channel c: band c's falling lanes (1, 3), band c + 1's rising (0, 2) */
+        const __m256i v[4] = {_mm256_blend_epi32(e[c], e[c + 1], 0x33), _mm256_blend_epi32(e[c + 1], e[c + 2], 0x33),
+                              _mm256_blend_epi32(e[c + 2], e[c + 3], 0x33),
+                              _mm256_blend_epi32(e[c + 3], e[c + 4], 0x33)};
+        _mm256_storeu_si256((__m256i *)(out + c), fb_sum4(v));
     }
-    for (; c < channels; c++) out[c] = e[2 * c] + e[2 * c + 1];
+    for (; c < channels; c++) {
+        uint64_t s[4];
+        _mm256_storeu_si256((__m256i *)s, _mm256_blend_epi32(e[c], e[c + 1], 0x33));
+        out[c] = s[0] + s[1] + s[2] + s[3];
+    }
     return 1;
 }
 
