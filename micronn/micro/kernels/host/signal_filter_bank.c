@@ -96,8 +96,8 @@ static inline __m256i fb_sum4(const __m256i *acc) {
 /* A chain band's two edges over `quads` quads of bins: each bin read once for both; eight at a time as int32 lanes,
  * whose even lanes mul_epi32 takes as they are and odd lanes after a 64-bit shift right by 32 (the weights
  * sign-extended to int32 lanes the same way), then a last four zero-extended to 64-bit lanes. The lanes are summed
- * in pairs into *edges = (rising, falling, rising, falling), within 128-bit halves; every bin read is or-ed into *seen (its bit 31 in the sign bit of a 32-bit lane:
- * set, and the products were not the exact ones). */
+ * in pairs into *edges = (rising, falling, rising, falling), within 128-bit halves; every bin read is or-ed into
+ * *seen (its bit 31 in the sign bit of a 32-bit lane: set, and the products were not the exact ones). */
 __attribute__((always_inline)) static inline void fb_edges(const uint32_t *xb, const int16_t *wb, const int16_t *ub,
                                                            int32_t quads, __m256i *edges, __m256i *seen) {
     __m256i r = _mm256_setzero_si256(), f = _mm256_setzero_si256(), any = *seen;
