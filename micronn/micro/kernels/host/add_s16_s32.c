@@ -22,11 +22,11 @@ MNH_ROWS_S32(add_fast, add_rows_s32, add_vec)
 MNH_ROWS_S32(sub_fast, sub_rows_s32, sub_vec)
 
 void mn_add_s32(const mn_word *args) {
-    mn_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), add_fast);
+    mnh_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), add_fast);
 }
 
 void mn_sub_s32(const mn_word *args) {
-    mn_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), sub_fast);
+    mnh_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), sub_fast);
 }
 #else
 void mn_add_s32(const mn_word *args) { mn_add_s32_portable(args); }

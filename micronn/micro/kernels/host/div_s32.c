@@ -27,7 +27,7 @@ static inline __m256i div_vec(__m256i a, __m256i b, const mn_word *args) {
 MNH_ROWS_S32(div_fast, div_rows, div_vec)
 
 void mn_div_s32(const mn_word *args) {
-    mn_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), div_fast);
+    mnh_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), div_fast);
 }
 #else
 void mn_div_s32(const mn_word *args) { mn_div_s32_portable(args); }

@@ -19,11 +19,11 @@ MNH_ROWS_S32(max_fast, max_rows_s32, max_vec)
 MNH_ROWS_S32(min_fast, min_rows_s32, min_vec)
 
 void mn_maximum_s32(const mn_word *args) {
-    mn_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), max_fast);
+    mnh_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), max_fast);
 }
 
 void mn_minimum_s32(const mn_word *args) {
-    mn_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), min_fast);
+    mnh_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), min_fast);
 }
 #else
 void mn_maximum_s32(const mn_word *args) { mn_maximum_s32_portable(args); }

@@ -12,7 +12,7 @@
 #ifndef MN_HOST_H
 #define MN_HOST_H
 
-#include "mn_kernels.h"
+#include "mn_elementwise.h"
 
 /* The host-only batch loop's resets (host/svdf.c defines them; NativeModel's batch loop, generated with the epoch
  * only when every variable tensor is an int8 SVDF's state, uses them): instead of the model's init before each
@@ -326,6 +326,21 @@ __attribute__((always_inline)) static inline __m256i mnh_fq8_apply(__m256i acc, 
             }                                                                                                  \
         if (i < n) row(p0 + 4 * (size_t)i, p1 + 4 * (size_t)i, p2 + (size_t)s2 * i, n - i, s0, s1, s2, args);  \
     }
+
+/* mn_walk, with the common case first: a walk whose outer dimensions are all 1 (an elementwise op the lowering merged
+ * into one row) is one call of `row`, without the odometer. */
+static inline void mnh_walk(const mn_word *args, int geo, uint8_t *p0, const uint8_t *p1, const uint8_t *p2,
+                            mn_row_fn *row) {
+    const mn_word *size = args + geo;
+    int one = 1;
+    for (int d = 0; d < MN_WALK_DIMS - 1; d++) one &= (int32_t)size[d] == 1;
+    const mn_word *in = size + MN_WALK_DIMS - 1;
+    if (one && (int32_t)in[0] > 0)
+        row(p0, p1, p2, (int32_t)in[0], (int32_t)in[MN_WALK_DIMS], (int32_t)in[2 * MN_WALK_DIMS],
+            (int32_t)in[3 * MN_WALK_DIMS], args);
+    else
+        mn_walk(args, geo, p0, p1, p2, row);
+}
 
 /* Clamped to [lo, hi] lane by lane, as mn_clamp. */
 static inline __m256i mnh_clamp32(__m256i x, int32_t lo, int32_t hi) {

@@ -16,7 +16,7 @@ static inline __m256i mul_vec(__m256i a, __m256i b, const mn_word *args) {
 MNH_ROWS_S32(mul_fast, mul_rows_s32, mul_vec)
 
 void mn_mul_s32(const mn_word *args) {
-    mn_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), mul_fast);
+    mnh_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), mul_fast);
 }
 #else
 void mn_mul_s32(const mn_word *args) { mn_mul_s32_portable(args); }
