@@ -41,8 +41,16 @@ void mn_signal_fft_auto_scale_s16(const mn_word *args) {
     }
     const int shift = peak > 0 ? mn_clz32((uint32_t)peak) - 17 : 0; /* 15 - bit_length(peak) */
     const __m128i s = _mm_cvtsi32_si128(shift);
-    for (i = 0; i + 16 <= count; i += 16)
+    for (i = 0; i + 32 <= count; i += 32) {
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(x + i));
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(x + i + 16));
+        _mm256_storeu_si256((__m256i *)(out + i), _mm256_sll_epi16(a, s));
+        _mm256_storeu_si256((__m256i *)(out + i + 16), _mm256_sll_epi16(b, s));
+    }
+    if (i + 16 <= count) {
         _mm256_storeu_si256((__m256i *)(out + i), _mm256_sll_epi16(_mm256_loadu_si256((const __m256i *)(x + i)), s));
+        i += 16;
+    }
     for (; i < count; i++) out[i] = (int16_t)((uint32_t)(int32_t)x[i] << shift);
     *MN_P(int32_t, SCALE) = shift; /* last, as the portable kernel writes it */
 }
