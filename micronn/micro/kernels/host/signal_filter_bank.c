@@ -1,15 +1,15 @@
 /* SignalFilterBank, the host port (x86-64 with AVX2) of kernels/signal_filter_bank.c, same symbol, same argument
  * words.
  *
- * The bands are constants of the call site, so they are regrouped once by output channel: channel c sums the
- * falling edge of band c and the rising edge of band c + 1 (the portable kernel's two targets per band, turned
- * around), each a run of bins times a run of weights or unweights. A channel's runs go into one accumulator of
- * four uint64 lanes, four bins at a time, and four channels' accumulators are reduced together and stored whole:
- * the uint64 sums wrap, so their order does not matter. A product is mul_epi32 of the weight sign-extended to 64
- * bits and the bin zero-extended: both low 32-bit halves as signed, which is the exact int16 x uint32 product (at
- * most 2^47 in magnitude, the portable kernel's value mod 2^64) while the bin is below 2^31. A frame with a bin at
- * or above 2^31 in the bands' span runs the portable kernel, as do a run's last width % 4 products' (scalar, the
- * portable kernel's arithmetic). The weights are read on every call (they may be a model input).
+ * Channel c sums the falling edge of band c and the rising edge of band c + 1 (the portable kernel's two targets per
+ * band, turned around). The bands are constants of the call site, so they are laid out once: the usual chain (band
+ * b is channel b's, b = 0 .. channels, widths a multiple of 4, as mel tables are) reads each band's bins once for
+ * both edges, bands grouped by width; other tables go channel by channel over runs of bins. Either way products go
+ * into uint64 lanes in any order (the sums wrap: order does not matter), four channels are reduced together. A
+ * product is mul_epi32 of the weight sign-extended to 32 or 64 bits and the bin: both low 32-bit halves as signed,
+ * the exact int16 x uint32 product (at most 2^47 in magnitude, the portable kernel's value mod 2^64) while the bin
+ * is below 2^31; a frame with a bin at or above 2^31 runs the portable kernel. A run's last width % 4 products are
+ * the portable kernel's scalar arithmetic. The weights are read on every call (they may be a model input).
  */
 #define mn_signal_filter_bank_u32 mn_signal_filter_bank_u32_portable
 #include "signal_filter_bank.portable.inc"
@@ -25,7 +25,7 @@ typedef struct {
     const int32_t *bands; /* the call's band words, count and channels: checked against the call's on every call */
     int32_t n_bands, channels, groups; /* groups: channels rounded up to 4, / 4 */
     int32_t lo, hi;                    /* the bins the bands span */
-    int32_t chain;                     /* band b is channel b's, for b = 0 .. channels, every width % 4 == 0 */
+    int32_t chain;                     /* band b is channel b's, b = 0 .. channels, widths 4, 8, 12, ... */
     int32_t *first;                    /* per channel (rounded up to 4) + 1: its first run in runs */
     fb_run *runs;
     fb_band *cls[FB_CLASSES];          /* chain: the bands by class */
@@ -60,7 +60,10 @@ static fb_plan *fb_prepare(const mn_word *args) {
     p->first[padded] = n;
     if (p->lo > p->hi) p->lo = p->hi;
     p->chain = n_bands == channels + 1;
-    for (int32_t b = 0; b < n_bands; b++) p->chain &= band[4 * b] == b && band[4 * b + 3] % 4 == 0;
+    for (int32_t b = 0; b < n_bands; b++) {
+        const int32_t width = band[4 * b + 3];
+        p->chain &= band[4 * b] == b && width > 0 && width % 4 == 0;
+    }
     fb_band *list = (fb_band *)(p->runs + 2 * n_bands);
     uintptr_t at = ((uintptr_t)(list + n_bands) + 31) & ~(uintptr_t)31;
     p->edges = (__m256i *)at;
