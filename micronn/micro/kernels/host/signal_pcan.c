@@ -5,12 +5,15 @@
  * the position p = b - 1. The top 10 bits of that float's mantissa (the bits below the leading one, at least 16 of
  * them when e >= 2^24) are the portable kernel's f for every b (its left shift fills zeros, its right shift drops
  * bits, as the exact conversion and the >> 8 do). The three table entries of a bit length,
- * lut[k], lut[k+1], lut[k+2] at k = 4p - 2, come from 32-entry tables per p (four vectors each, vpermd on the low
- * three bits of p, blends on bits 3 and 4), made per call site from the table's first 125 entries (all that the
- * kernel reads: prepare checked they exist) and made again whenever those entries differ from the copy kept
- * (the table may be a model input). e = 2 is the quadratic at f = 0, which adds 0 to lut[2]; e = 1 is entry
- * p = 0, (lut[1], 0, 0) at f = 0; e = 0 takes lut[0] by a blend. The quadratic is the portable int32 arithmetic
- * (mullo, arithmetic shifts: no product overflows, as there), the gain truncated to int16 by a shift pair. The
+ * lut[k], lut[k+1], lut[k+2] at k = 4p - 2, come from 32-entry int16 tables per p, two entries a 32-bit word
+ * (two vectors each: vpermd of word p >> 1 from both, a blend on bit 4 of p, a shift by 16 that puts an even p's
+ * entry in the upper half), made per call site from the table's first 125 entries (all that the kernel reads:
+ * prepare checked they exist) and made again whenever those entries differ from the copy kept (the table may be
+ * a model input). The entry sits in the upper half over the other one of its pair: c2 is that >> 16, c1 * 32 the
+ * upper half alone >> 11, and c0 is added as it is to r << 16 (nothing added below, so no carry reaches the upper
+ * half) before the >> 16 that truncates the gain to int16. e = 2 is the quadratic at f = 0, which adds 0 to
+ * lut[2]; e = 1 is entry p = 0, (lut[1], 0, 0) at f = 0; e = 0 takes lut[0] by a blend. The quadratic is the
+ * portable int32 arithmetic (mullo, arithmetic shifts: no product overflows, as there). The
  * uint64 product x * gain (gain sign-extended to 32 bits) is _mm256_mul_epu32 on even and odd lanes, shifted
  * right by snr_shift (0..63, as the portable kernel), its low 32 bits the SNR; the output's two branches are
  * computed for every lane and chosen by snr >> 13 == 0 (snr < 8192, where snr * snr < 2^26 fits a 32-bit
@@ -24,11 +27,11 @@
 #if defined(MNH_AVX2)
 enum { PCAN_LUT_USED = 125 }; /* entries 0 .. 4 * 32 - 4 */
 
-/* Per call site: the table's first 125 entries as last seen, and per leading-one position p (0..31) the words
- * (c0 & 0xFFFF) | c1 << 16 and c2 (c0, c1, c2 = lut[4p-2], lut[4p-1], lut[4p]; for p = 0, e = 1: lut[1], 0, 0). */
+/* Per call site: the table's first 125 entries as last seen, and per leading-one position p (0..31) c0, c1, c2 =
+ * lut[4p-2], lut[4p-1], lut[4p] (for p = 0, e = 1: lut[1], 0, 0) as int16, two positions a 32-bit word. */
 typedef struct {
     int16_t seen[PCAN_LUT_USED];
-    int32_t c01[32], c2[32];
+    int16_t c[3][32];
 } pcan_table;
 
 /* whether the 125 entries (250 bytes) at a and b are the same: eight 32-byte compares, the last overlapping */
@@ -51,23 +54,18 @@ static const pcan_table *pcan_prepare(const mn_word *args, const int16_t *lut) {
         mnh_keep(slot, args, t);
     }
     memcpy(t->seen, lut, sizeof t->seen);
-    t->c01[0] = (uint16_t)lut[1], t->c2[0] = 0;
-    for (int p = 1; p < 32; p++) {
-        t->c01[p] = (int32_t)((uint32_t)(uint16_t)lut[4 * p - 2] | (uint32_t)(uint16_t)lut[4 * p - 1] << 16);
-        t->c2[p] = lut[4 * p];
-    }
+    for (int p = 0; p < 32; p++)
+        for (int k = 0; k < 3; k++) t->c[k][p] = p ? lut[4 * p - 2 + k] : k ? 0 : lut[1];
     return t;
 }
 
-/* the 32-entry table tab[0..32) at each lane's index bits 0..4 */
-static inline __m256i pcan_lookup(const int32_t *tab, __m256i p) {
-    const __m256 bit3 = _mm256_castsi256_ps(_mm256_slli_epi32(p, 28));
-#define PCAN_PART(q)                                                                                               \
-    _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(tab + 8 * (q))), p))
-    const __m256 lo = _mm256_blendv_ps(PCAN_PART(0), PCAN_PART(1), bit3);
-    const __m256 hi = _mm256_blendv_ps(PCAN_PART(2), PCAN_PART(3), bit3);
-#undef PCAN_PART
-    return _mm256_castps_si256(_mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(p, 27))));
+/* entry p (0..31) of a 32-entry int16 table in the upper half of each lane (the lower half: the other entry of
+ * its pair): vpermd of word p >> 1 (q) from the two vectors, chosen by p's bit 4 (bit4), shifted up by 16 when p is
+ * even (up) */
+static inline __m256i pcan_lookup(const int16_t *tab, __m256i q, __m256i bit4, __m256i up) {
+    const __m256i lo = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)tab), q);
+    const __m256i hi = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(tab + 16)), q);
+    return _mm256_sllv_epi32(_mm256_blendv_epi8(lo, hi, bit4), up);
 }
 
 /* the position of the leading one of each lane of e (unsigned; e = 0 gives a negative value), and the float bits
@@ -86,14 +84,18 @@ static inline void pcan8(uint32_t *out, const uint32_t *x, const uint32_t *noise
     __m256i fbits;
     const __m256i p = pcan_leading_one(e, &fbits);
     const __m256i f = _mm256_and_si256(_mm256_srli_epi32(fbits, 13), _mm256_set1_epi32(0x3FF));
-    const __m256i a = pcan_lookup(tab->c01, p), c2 = pcan_lookup(tab->c2, p);
-    const __m256i c0 = _mm256_blendv_epi8(_mm256_srai_epi32(_mm256_slli_epi32(a, 16), 16), lut0,
-                                          _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
-    const __m256i c1 = _mm256_srai_epi32(a, 16);
-    const __m256i inner = _mm256_add_epi32(_mm256_srai_epi32(_mm256_mullo_epi32(c2, f), 5), _mm256_slli_epi32(c1, 5));
+    const __m256i q = _mm256_srli_epi32(p, 1), bit4 = _mm256_cmpgt_epi32(p, _mm256_set1_epi32(15));
+    const __m256i up = _mm256_slli_epi32(_mm256_andnot_si256(p, _mm256_set1_epi32(1)), 4);
+    /* c0 in the upper half over garbage: r << 16 adds nothing below, so no carry reaches it */
+    const __m256i c0_hi = _mm256_blendv_epi8(pcan_lookup(tab->c[0], q, bit4, up), lut0,
+                                             _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
+    const __m256i c1x32 = _mm256_srai_epi32(_mm256_and_si256(pcan_lookup(tab->c[1], q, bit4, up),
+                                                             _mm256_set1_epi32((int32_t)0xFFFF0000)), 11);
+    const __m256i c2 = _mm256_srai_epi32(pcan_lookup(tab->c[2], q, bit4, up), 16);
+    const __m256i inner = _mm256_add_epi32(_mm256_srai_epi32(_mm256_mullo_epi32(c2, f), 5), c1x32);
     const __m256i r = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(inner, f), _mm256_set1_epi32(1 << 14)),
                                         15);
-    const __m256i g = _mm256_srai_epi32(_mm256_slli_epi32(_mm256_add_epi32(r, c0), 16), 16);
+    const __m256i g = _mm256_srai_epi32(_mm256_add_epi32(_mm256_slli_epi32(r, 16), c0_hi), 16);
     const __m256i even = _mm256_srl_epi64(_mm256_mul_epu32(v, g), shift);
     const __m256i odd = _mm256_srl_epi64(_mm256_mul_epu32(_mm256_srli_epi64(v, 32), _mm256_srli_epi64(g, 32)), shift);
     const __m256i snr = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
@@ -113,7 +115,7 @@ void mn_signal_pcan_u32(const mn_word *args) {
         mn_signal_pcan_u32_portable(args);
         return;
     }
-    const __m256i lut0 = _mm256_set1_epi32(lut[0]);
+    const __m256i lut0 = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)lut[0] << 16));
     const __m128i sh = _mm_cvtsi32_si128(shift);
     int32_t i = 0;
     for (; i + 8 <= count; i += 8) pcan8(out + i, x + i, noise + i, t, lut0, sh);
