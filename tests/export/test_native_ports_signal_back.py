@@ -319,17 +319,19 @@ def test_log_counts(lib: ctypes.CDLL) -> None:
 
 
 def test_log_other_tables(lib: ctypes.CDLL) -> None:
-    """Correction tables other than the lowering's: entries and steps at the edges of int16 (one gather of both,
-    packed), and past them (a step of 32768, entries of 20 bits: two gathers)."""
+    """Correction tables other than the lowering's: entries at the edges of uint16 and steps at the edges of
+    int16 (one gather of both, packed), and past them (a step of 32768, a negative entry, entries of 20 bits: two
+    gathers)."""
     rng = np.random.default_rng(6)
-    edge = np.where(np.arange(129) % 2, 16383, -16384)
-    edge[10:14] = 32767, 0, -32768, -1  # steps of 16384, -32767, -32768, 32767, -16383
-    step = edge.copy()
+    edge = np.where(np.arange(129) % 2, 0, 32767)
+    edge[:6] = 0, 32767, 65534, 65535, 32768, 0  # steps of 32767, 32767, 1, -32767, -32768, 32767
+    step, negative = edge.copy(), edge.copy()
     step[21] = step[20] + 32768
-    fits = [bool(np.all(np.abs(t[:128] + 0.5) < 32768) and np.all(np.abs(np.diff(t) + 0.5) < 32768))
-            for t in (edge, step)]
-    assert fits == [True, False]
-    tables = [edge, step, rng.integers(-2**20, 2**20, 129), np.zeros(129), CORRECTION[::-1].copy()]
+    negative[30] = -1
+    fits = [bool(np.all((t[:128] >= 0) & (t[:128] < 65536)) and np.all(np.abs(np.diff(t) + 0.5) < 32768))
+            for t in (edge, step, negative)]
+    assert fits == [True, False, False]
+    tables = [edge, step, negative, rng.integers(-2**20, 2**20, 129), np.zeros(129), CORRECTION[::-1].copy()]
     for table in tables:
         for scale, bits in ((64, 3), (2**32 - 1, 0), (1489, 2)):
             log_both(lib, LOG_X[:20000], scale, bits, table)

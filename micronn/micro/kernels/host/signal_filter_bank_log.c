@@ -6,8 +6,8 @@
  * is p. That float's mantissa holds the bits below the leading one (at least 16 of them when v >= 2^24; v's own,
  * shifted up, when smaller): its top 16 are the portable kernel's t for every p (its left shift fills zeros, its
  * right shift drops bits, as the conversion and the >> 8 do); j = t >> 9 <= 127. c[j] and c[j+1] - c[j] come
- * from one gather of a 128-entry table of int16 pairs made once per call site (the lowering's table is a
- * constant; when some entry or step does not fit int16, two gathers of c[j] and c[j+1], inside the 129 entries).
+ * from one gather of a 128-entry table of (uint16, int16) pairs made once per call site (the lowering's table is
+ * a constant, 0..5641; when some entry or step does not fit, two gathers of c[j] and c[j+1], inside the 129).
  * log2 is the portable int32 arithmetic (c[j+1] - c[j] wraps alike, mullo, an arithmetic shift). The 64-bit
  * (45426 * log2 + 2^15) >> 16 splits at log2's bit 16: 45426 * (log2 >> 16) + ((45426 * (log2 & 0xFFFF) + 2^15)
  * >> 16), the second product below 2^32 (unsigned shift), both sums modulo 2^32 as the uint32 truncation keeps.
@@ -22,8 +22,8 @@
 #include "mn_host.h"
 
 #if defined(MNH_AVX2)
-/* Per call site (the table is the lowering's constant): per j < 128, (c[j] & 0xFFFF) | (c[j+1] - c[j]) << 16,
- * when every such c[j] and difference fits int16 (ok); one gather then reads both. */
+/* Per call site (the table is the lowering's constant): per j < 128, c[j] | (c[j+1] - c[j]) << 16, when every
+ * such c[j] fits uint16 and every difference int16 (ok); one gather then reads both. */
 typedef struct {
     const int32_t *c;
     int ok;
@@ -41,7 +41,7 @@ static const log_table *log_prepare(const mn_word *args, const int32_t *c) {
     t->c = c, t->ok = 1;
     for (int j = 0; j < 128; j++) {
         const int64_t d = (int64_t)c[j + 1] - c[j];
-        if (c[j] < -32768 || c[j] > 32767 || d < -32768 || d > 32767) t->ok = 0;
+        if (c[j] < 0 || c[j] > 65535 || d < -32768 || d > 32767) t->ok = 0;
         t->packed[j] = (int32_t)((uint32_t)(uint16_t)c[j] | (uint32_t)(uint16_t)d << 16);
     }
     return t;
@@ -61,7 +61,7 @@ static inline void log8(int16_t *out, const uint32_t *x, const int32_t *c, const
     __m256i c0, d;
     if (packed) {
         const __m256i both = _mm256_i32gather_epi32(packed, j, 4);
-        c0 = _mm256_srai_epi32(_mm256_slli_epi32(both, 16), 16), d = _mm256_srai_epi32(both, 16);
+        c0 = _mm256_and_si256(both, _mm256_set1_epi32(0xFFFF)), d = _mm256_srai_epi32(both, 16);
     } else {
         c0 = _mm256_i32gather_epi32(c, j, 4), d = _mm256_sub_epi32(_mm256_i32gather_epi32(c + 1, j, 4), c0);
     }
