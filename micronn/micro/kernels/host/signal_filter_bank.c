@@ -100,10 +100,11 @@ static inline __m256i fb_sum4(const __m256i *acc) {
  * whose even lanes mul_epi32 takes as they are and odd lanes after a 64-bit shift right by 32 (the weights
  * sign-extended to int32 lanes the same way), then a last four zero-extended to 64-bit lanes. The lanes are summed
  * in pairs into *edges = (rising, falling, rising, falling), within 128-bit halves; every bin read is or-ed into
- * *seen (its bit 31 in the sign bit of a 32-bit lane: set, and the products were not the exact ones). */
-__attribute__((always_inline)) static inline void fb_edges(const uint32_t *xb, const int16_t *wb, const int16_t *ub,
-                                                           int32_t quads, __m256i *edges, __m256i *seen) {
-    __m256i r = _mm256_setzero_si256(), f = _mm256_setzero_si256(), any = *seen;
+ * the returned `seen` (its bit 31 in the sign bit of a 32-bit lane: set, and the products were not the exact ones). */
+__attribute__((always_inline)) static inline __m256i fb_edges(const uint32_t *xb, const int16_t *wb,
+                                                              const int16_t *ub, int32_t quads, __m256i *edges,
+                                                              __m256i seen) {
+    __m256i r = _mm256_setzero_si256(), f = _mm256_setzero_si256(), any = seen;
     int32_t i = 0;
     for (; i + 8 <= 4 * quads; i += 8) {
         const __m256i xv = _mm256_loadu_si256((const __m256i *)(xb + i)), xo = _mm256_srli_epi64(xv, 32);
@@ -124,19 +125,21 @@ __attribute__((always_inline)) static inline void fb_edges(const uint32_t *xb, c
         any = _mm256_or_si256(any, xv);
     }
     _mm256_store_si256(edges, _mm256_add_epi64(_mm256_unpacklo_epi64(r, f), _mm256_unpackhi_epi64(r, f)));
-    *seen = any;
+    return any;
 }
 
 /* every band of a class; QUADS: the class's quads per band (a constant at each call), 0: each band's own */
-__attribute__((always_inline)) static inline void fb_class(const fb_plan *p, int k, int32_t quads, const uint32_t *x,
-                                                           const int16_t *w, const int16_t *u, __m256i *seen) {
+__attribute__((always_inline)) static inline __m256i fb_class(const fb_plan *p, int k, int32_t quads,
+                                                              const uint32_t *x, const int16_t *w, const int16_t *u,
+                                                              __m256i seen) {
     const fb_band *list = p->cls[k];
     const int32_t n = p->n_cls[k];
     __m256i *edges = p->edges;
     for (int32_t j = 0; j < n; j++) {
         const fb_band bd = list[j];
-        fb_edges(x + bd.bin, w + bd.weight, u + bd.weight, quads ? quads : bd.quads, edges + bd.b, seen);
+        seen = fb_edges(x + bd.bin, w + bd.weight, u + bd.weight, quads ? quads : bd.quads, edges + bd.b, seen);
     }
+    return seen;
 }
 
 /* The usual layout (mel tables): bands 0 .. channels in order, each a whole number of quads of bins. The bands are
@@ -147,11 +150,11 @@ __attribute__((always_inline)) static inline void fb_class(const fb_plan *p, int
 __attribute__((noinline)) static int fb_chain(const fb_plan *p, uint64_t *out, const uint32_t *x, const int16_t *w,
                                               const int16_t *u) {
     __m256i seen = _mm256_setzero_si256();
-    fb_class(p, 0, 1, x, w, u, &seen);
-    fb_class(p, 1, 2, x, w, u, &seen);
-    fb_class(p, 2, 3, x, w, u, &seen);
-    fb_class(p, 3, 4, x, w, u, &seen);
-    fb_class(p, 4, 0, x, w, u, &seen);
+    seen = fb_class(p, 0, 1, x, w, u, seen);
+    seen = fb_class(p, 1, 2, x, w, u, seen);
+    seen = fb_class(p, 2, 3, x, w, u, seen);
+    seen = fb_class(p, 3, 4, x, w, u, seen);
+    seen = fb_class(p, 4, 0, x, w, u, seen);
     if (_mm256_movemask_ps(_mm256_castsi256_ps(seen))) return 0;
     const int32_t channels = p->channels;
     const __m256i *e = p->edges;
