@@ -328,7 +328,7 @@ class Interpreter:
         plan = self.planner.plan(requests)
         if groups:  # sharing is chosen with quick plans; keep it only if the real plan agrees
             unshared = self.planner.plan(base_requests)
-            if unshared.head <= plan.head:
+            if unshared.head < plan.head or (unshared.head == plan.head and not sharing.ties):
                 requests, groups, plan = base_requests, [], unshared
         return _HeadPlan(base_requests, requests, groups, plan)
 

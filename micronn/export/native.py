@@ -36,6 +36,7 @@ from micronn.ir import ROW_OPS, STATE_ROW_OPS, Model, op_macs, rows_reason, twin
 from micronn.micro import lower
 from micronn.micro.target import get_target
 from micronn.micro.toolchain import Toolchain, cache_dir, find_toolchain
+from micronn.planners import Sharing
 from micronn.tflite.reader import Source, read
 
 PREFIX = "mn_native"
@@ -219,6 +220,8 @@ class NativeModel:
             raise MicronnError(f"lanes is a positive integer or None, got {lanes!r}")
         source = model if isinstance(model, Model) else read(model)
         self.model = source
+        # sharing that leaves the arena's size as it is still saves copies here (aliased RESHAPEs, in-place CASTs)
+        interpreter_kw.setdefault("sharing", Sharing(ties=True))
         self.program = generate(Interpreter(source, **interpreter_kw), PREFIX)
         self._build = {"host_ports": host_ports, **interpreter_kw}
         self._wide: NativeModel | None = None

@@ -204,16 +204,17 @@ def _cast_backward(o: _Op) -> int:
     element's write reaches an input element still unread, when the plan places the output over the input.
 
     Writing element i (going forward) leaves the unread inputs i + 1 .. n - 1 intact when
-    out + (i + 1) * so <= in + (i + 1) * si; going backward, inputs 0 .. i - 1 when out + i * so >= in + i * si.
-    Both are linear in i, so their ends decide."""
+    out + (i + 1) * so <= in + (i + 1) * si (for i < n - 1: the last write leaves nothing unread); going backward,
+    inputs 0 .. i - 1 when out + i * so >= in + i * si (for i > 0). Both are linear in i, so their ends decide:
+    k = i + 1 (forward) and k = i (backward) from 1 to n - 1."""
     if not o.overlaps():
         return 0
     out, inp = o.places[o.op.outputs[0]][0], o.places[o.op.inputs[0]][0]
     so, si = o.node.outputs[0].dtype.itemsize, o.node.inputs[0].dtype.itemsize
     n = _count(o)
-    if all(out + k * so <= inp + k * si for k in (1, n)):
+    if all(out + k * so <= inp + k * si for k in (1, n - 1)) or n < 2:
         return 0
-    if all(out + k * so >= inp + k * si for k in (0, n - 1)):
+    if all(out + k * so >= inp + k * si for k in (1, n - 1)):
         return 1
     raise LowerError(f"operator {o.index} (CAST): its output overlaps its input so that neither direction reads "
                      "every element before it is overwritten")
@@ -221,10 +222,15 @@ def _cast_backward(o: _Op) -> int:
 
 @lowering("CAST", *CAST_TYPES, streaming=True)
 def _cast(o: _Op) -> list[Task]:
-    """Integer and bool casts (float32 is not lowered here), in the direction the plan's overlap allows."""
+    """Integer and bool casts (float32 is not lowered here), in the direction the plan's overlap allows. A cast
+    between integer types of one size keeps every bit (int32 <-> uint32, int8 <-> uint8, to its own type), so placed
+    exactly over its input it has nothing to do: no task."""
     src, dst = o.node.inputs[0].dtype.name, o.node.outputs[0].dtype.name
     if dst not in CAST_TYPES:
         raise o.unsupported(f"{src} -> {dst}")
+    same = o.places.get(o.op.inputs[0]) == o.places.get(o.op.outputs[0]) is not None
+    if same and dst != "bool" and o.node.inputs[0].dtype.itemsize == o.node.outputs[0].dtype.itemsize:
+        return []
     return [o.task("mn_cast", o.out(), o.inp(0), _count(o), CAST_TYPES[src],
                    CAST_BOOL if dst == "bool" else CAST_TYPES[dst], _cast_backward(o))]
 

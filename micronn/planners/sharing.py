@@ -73,6 +73,10 @@ class Sharing:
     # weights in flash, as micronn's firmware export places it, instead of in the arena's tail. Off by default:
     # TFLM computes it in prepare into its arena, and micronn's default figures count it the same way
     rom: bool = False
+    # keep a sharing whose real plan has the same head as the unshared one (the arena is the same size, and aliased
+    # RESHAPEs and in-place CASTs copy nothing). Off by default: the plan then stays the unshared one, which
+    # micronn's figures and exports use; NativeModel turns it on, where each avoided copy is time
+    ties: bool = False
 
     @classmethod
     def none(cls) -> Sharing:
