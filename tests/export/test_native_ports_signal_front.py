@@ -1,10 +1,11 @@
-"""The host ports of the front of the audio chain give the portable kernels' bytes (and the interpreter's and the
-TFLM wheel's). SignalWindow (16 samples a vector): frame lengths around the vector width, several frames, every
-shift, saturation, in place. SignalFftAutoScale: a peak at every bit length in every position (vector body and
-scalar tail), -32768 (never a peak), in place. SignalEnergy: ranges around the 8-bin vector, the (-32768, -32768)
-pair. SignalFilterBank: mel-like chains (the port's fast layout) and other tables (its per-channel runs), negative
-weights, bins up to 2^32 - 1 (at or above 2^31 the portable kernel runs). The kernels are called directly, port
-against portable (one library, every length), then a few one-op models and audio_preprocessor against the wheel."""
+"""The host ports of the front of the audio chain give the portable kernels' bytes (and the interpreter's and the TFLM
+wheel's). SignalWindow (16 samples a vector): frame lengths around the vector width, several frames, every shift,
+saturation, in place. SignalFftAutoScale: a peak at every bit length in every position (vector body and scalar tail),
+-32768 anywhere (it restarts TFLM's running peak: the portable kernel runs), in place. SignalEnergy: ranges around
+the 8-bin vector, the (-32768, -32768) pair. SignalFilterBank: mel-like chains (the port's fast layout) and other
+tables (its per-channel runs), negative weights, bins up to 2^32 - 1 (at or above 2^31 the portable kernel runs). The
+kernels are called directly, port against portable (one library, every length), then a few one-op models and
+audio_preprocessor against the wheel."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from micronn import Interpreter
 from micronn.export import NativeModel
 from micronn.export.native import FLAGS, HOST_PORTS, host_toolchain
+from micronn.kernels.signal_fft_auto_scale import running_peak
 from micronn.micro import lower
 from micronn.models import bundled_model
 from micronn.simulate.audio import FRAMES, HOP, WINDOW, bundled_audio
@@ -120,9 +122,8 @@ def test_window_models() -> None:
 
 
 def scale_ref(x: np.ndarray) -> tuple[np.ndarray, int]:
-    v = np.abs(x.astype(np.int64))
-    peak = int(v[v <= 32767].max(initial=0))
-    shift = 15 - peak.bit_length() if peak else 0
+    peak = running_peak(x.astype(np.int32))
+    shift = 15 - peak.bit_length() if peak > 0 else 0
     return ((x.astype(np.int64) << shift) & 0xFFFF).astype(np.uint16).view(np.int16), shift
 
 
@@ -161,9 +162,10 @@ def test_fft_auto_scale(kernels) -> None:
 def test_fft_auto_scale_models() -> None:
     rng = np.random.default_rng(3)
     for n in (37, 480):
-        # a -32768 restarts the wheel's running peak (its int16 magnitude wraps to -32768), where the portable kernel
-        # and the interpreter skip it: frames with one are compared port vs portable only (above)
-        assert_all_same(scale_model(n), [x for x in scale_frames(rng, n)[::5] if (x != -32768).all()])
+        frames = scale_frames(rng, n)[::5]
+        late = np.zeros(n, np.int16)  # a -32768 after the peak restarts it; negatives after it walk it up
+        late[[1, n // 2, n // 2 + 1, n // 2 + 2, n - 2]] = [20000, -32768, -900, -700, 50]
+        assert_all_same(scale_model(n), frames + [late])
 
 
 # ---- SignalEnergy ---------------------------------------------------------------------------------------------
