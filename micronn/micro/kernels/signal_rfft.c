@@ -133,6 +133,18 @@ static inline void butterfly(void *y, int32_t k, const int32_t *st, const void *
     }
 }
 
+/* The split's step k: bins k and n - k from the complex values k and n - k. */
+static inline void split_step(void *y, int32_t n, int32_t k, const void *split, int32_t half, const int wide) {
+    const cpx pk = get(y, k, half, wide);
+    const cpx qk = {smul(load(y, 2 * (n - k), wide), half, wide),
+                    smul(sub(0, load(y, 2 * (n - k) + 1, wide), wide), half, wide)};
+    const cpx f1 = {add(pk.r, qk.r, wide), add(pk.i, qk.i, wide)};
+    const cpx f2 = {sub(pk.r, qk.r, wide), sub(pk.i, qk.i, wide)};
+    const cpx w = cmul(f2, load(split, 2 * (k - 1), wide), load(split, 2 * (k - 1) + 1, wide), wide);
+    put(y, k, (cpx){half_sum(f1.r, w.r, wide), half_sum(f1.i, w.i, wide)}, wide);
+    put(y, n - k, (cpx){half_diff(f1.r, w.r, wide), half_diff(w.i, f1.i, wide)}, wide);
+}
+
 static inline void rfft(const mn_word *args, const int wide) {
     const int32_t frames = MN_I(FRAMES), in_len = MN_I(IN_LEN), n = MN_I(HALF), stages = MN_I(STAGES);
     const int32_t *order = MN_P(const int32_t, ORDER), *plan = MN_P(const int32_t, PLAN);
@@ -158,16 +170,7 @@ static inline void rfft(const mn_word *args, const int wide) {
         const cpx z = get(y, 0, half, wide);
         put(y, 0, (cpx){add(z.r, z.i, wide), 0}, wide);
         put(y, n, (cpx){sub(z.r, z.i, wide), 0}, wide);
-        for (int32_t k = 1; k <= n / 2; k++) {
-            const cpx pk = get(y, k, half, wide);
-            const cpx qk = {smul(load(y, 2 * (n - k), wide), half, wide),
-                            smul(sub(0, load(y, 2 * (n - k) + 1, wide), wide), half, wide)};
-            const cpx f1 = {add(pk.r, qk.r, wide), add(pk.i, qk.i, wide)};
-            const cpx f2 = {sub(pk.r, qk.r, wide), sub(pk.i, qk.i, wide)};
-            const cpx w = cmul(f2, load(split, 2 * (k - 1), wide), load(split, 2 * (k - 1) + 1, wide), wide);
-            put(y, k, (cpx){half_sum(f1.r, w.r, wide), half_sum(f1.i, w.i, wide)}, wide);
-            put(y, n - k, (cpx){half_diff(f1.r, w.r, wide), half_diff(w.i, f1.i, wide)}, wide);
-        }
+        for (int32_t k = 1; k <= n / 2; k++) split_step(y, n, k, split, half, wide);
     }
 }
 

@@ -273,19 +273,6 @@ static inline __m256i rf_half_diff(__m256i a, __m256i b) {
     return _mm256_sub_epi16(_mm256_sub_epi16(_mm256_srai_epi16(a, 1), _mm256_srai_epi16(b, 1)), borrow);
 }
 
-/* The portable split's step k: bins k and n - k from the complex values k and n - k. */
-static inline void rf_split_one(int16_t *y, int32_t n, int32_t k, const int16_t *split, int32_t half) {
-    const int wide = 0;
-    const cpx pk = get(y, k, half, wide);
-    const cpx qk = {smul(load(y, 2 * (n - k), wide), half, wide),
-                    smul(sub(0, load(y, 2 * (n - k) + 1, wide), wide), half, wide)};
-    const cpx f1 = {add(pk.r, qk.r, wide), add(pk.i, qk.i, wide)};
-    const cpx f2 = {sub(pk.r, qk.r, wide), sub(pk.i, qk.i, wide)};
-    const cpx w = cmul(f2, load(split, 2 * (k - 1), wide), load(split, 2 * (k - 1) + 1, wide), wide);
-    put(y, k, (cpx){half_sum(f1.r, w.r, wide), half_sum(f1.i, w.i, wide)}, wide);
-    put(y, n - k, (cpx){half_diff(f1.r, w.r, wide), half_diff(w.i, f1.i, wide)}, wide);
-}
-
 /* The split, steps k .. k + 7 at once: values k .. k + 7 in lane order, values n - k .. n - k - 7 read as one
  * vector and reversed. Where the two ranges meet (k + 7 = n / 2) the value n / 2 is in both; its bin is the one
  * step n / 2 writes last (bin n - k), so the reversed vector is stored second. */
@@ -355,7 +342,7 @@ void mn_signal_rfft_s16(const mn_word *args) {
         int32_t k = 1;
         if (pk->sa)
             for (; k + 7 <= n / 2; k += 8) rf_split8(y, n, k, pk->sa, pk->sb, vhalf);
-        for (; k <= n / 2; k++) rf_split_one(y, n, k, split, half);
+        for (; k <= n / 2; k++) split_step(y, n, k, split, half, 0);
     }
 }
 #else
