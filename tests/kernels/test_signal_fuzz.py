@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _signal_streams import RESET, compare_streams
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_signal_delay import delay_model
 from test_signal_energy import energy_model
 from test_signal_fft_auto_scale import scale_model
@@ -397,3 +399,40 @@ def test_audio_preprocessor_stream() -> None:
         outs, done, _ = native.run_chunk([chunk], reset=False)
         assert done == len(xs)
         assert_identical(outs[0], np.stack(want), "streamed chunk")
+
+
+INT16_EDGES = [int(v) for v in specials("int16")]
+int16s = st.one_of(st.sampled_from(INT16_EDGES), st.integers(-32768, 32767), st.integers(-300, 300))
+_pairs: dict[bytes, tuple] = {}
+
+
+def pair(model: bytes) -> tuple:
+    """One wheel and one micronn interpreter per model, kept across examples (the ops here keep no state)."""
+    if model not in _pairs:
+        _pairs[model] = (_Tflm(model), _micronn(model))
+    return _pairs[model]
+
+
+def same_once(model: bytes, inputs: list[np.ndarray]) -> None:
+    tflm, mine = pair(model)
+    expected = tflm.run(inputs)
+    for i, x in enumerate(inputs):
+        mine.set_input(x, i)
+    mine.invoke()
+    for i, e in enumerate(expected):
+        assert_identical(np.array(mine.get_output(i), copy=True), e, f"output {i}")
+
+
+@settings(derandomize=True, max_examples=150, deadline=None)
+@given(st.lists(int16s, min_size=1, max_size=40))
+def test_fft_auto_scale_hypothesis(values: list[int]) -> None:
+    """Shrinks a mismatch to a shortest frame: lists mixing the int16 edges, small values and anything."""
+    same_once(scale_model(len(values)), [np.array(values, np.int16)])
+
+
+@settings(derandomize=True, max_examples=100, deadline=None)
+@given(st.lists(int16s, min_size=1, max_size=24), st.lists(int16s, min_size=1, max_size=8), st.integers(0, 31))
+def test_window_hypothesis(values: list[int], weights: list[int], shift: int) -> None:
+    n = len(values) - len(values) % len(weights) or len(weights)
+    x = np.resize(np.array(values, np.int16), n)
+    same_once(window_model((n,), np.array(weights, np.int16), shift), [x])
