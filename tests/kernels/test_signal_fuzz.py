@@ -5,8 +5,12 @@ drawn from a seeded mix of input classes meant to reach the branches tidy edge c
 running int16 peak wrapping at a late -32768 was one): the integer rails and their neighbours, powers of two and
 their neighbours, constant runs, sorted, reversed and alternating sequences, magnitudes cut to every bit length,
 a rail dropped into small values, and plain uniform noise; options at the limits TFLM accepts (shifts at 0 and at
-their maxima, odd lengths, ranges at the bounds); many frames through the stateful ops, with resets. Everything is
-seeded: a failure replays by its test id.
+their maxima, odd lengths, ranges at the bounds); many frames through the stateful ops, with resets. Where the
+classes an op tells apart are few, all are run (every log fraction, every PCAN gain class, every short auto-scale
+frame over the peak's turning points). Random front ends chain the ops with random sizes and options, and
+audio_preprocessor streams adversarial frames; both also run natively, with and without host ports. Hypothesis
+(derandomized) drives two ops so that a mismatch shrinks to a shortest frame. Everything is seeded: a failure
+replays by its test id.
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ from test_signal_stacker import stacker_model, written_when_valid
 from test_signal_window import window_model
 
 from micronn import Interpreter
+from micronn.kernels._custom_options import custom_options
 from micronn.kernels._signal_fft import real_fft_length_ok
-from micronn.testing import _micronn, _Tflm, assert_identical
+from micronn.testing import Graph, Op, T, _micronn, _Tflm, assert_identical, graph_model
 
 RANGES = {"int16": (-(1 << 15), (1 << 15) - 1), "int32": (-(1 << 31), (1 << 31) - 1), "uint32": (0, (1 << 32) - 1),
           "uint64": (0, (1 << 64) - 1)}
@@ -399,6 +404,71 @@ def test_audio_preprocessor_stream() -> None:
         outs, done, _ = native.run_chunk([chunk], reset=False)
         assert done == len(xs)
         assert_identical(outs[0], np.stack(want), "streamed chunk")
+
+
+def front_end(rng: np.random.Generator) -> tuple[bytes, int]:
+    """A random micro_speech-like front end (window, auto scale, FFT, energy, filter bank, square root, spectral
+    subtraction, PCAN, log) with random lengths, tables and options, as one model (the planners share its buffers
+    in other ways than in audio_preprocessor's); returns it and its frame length."""
+    lengths = [n for n in range(16, 520, 2) if real_fft_length_ok(n)]
+    fft = int(rng.choice(lengths))
+    n, half, channels = int(rng.integers(fft // 2, fft + 1)), fft // 2 + 1, int(rng.integers(1, 41))
+    w, u, freq, start, width = random_tables(rng, half, channels)
+    if rng.random() < 0.5:
+        w, u = frame(rng, "int16", len(w)), frame(rng, "int16", len(u))
+    else:  # small positive weights: sums that do not wrap
+        w, u = (np.abs(w) >> 3).astype(np.int16), (np.abs(u) >> 3).astype(np.int16)
+    lut = smooth_lut() if rng.random() < 0.5 else frame(rng, "int16", 125)
+    subtraction = dict(MICRO_SPEECH, num_channels=channels, clamping=bool(rng.integers(0, 2)),
+                       smoothing_bits=int(rng.integers(0, 16)), spectral_subtraction_bits=int(rng.integers(0, 20)))
+    c = channels
+    tensors = {
+        "x": T((n,), "int16"), "window": T((n,), "int16", data=frame(rng, "int16", n)), "windowed": T((n,), "int16"),
+        "scaled": T((n,), "int16"), "shift": T((), "int32"), "spectrum": T((fft + 2,), "int16"),
+        "energy": T((half,), "uint32"), "w": T((len(w),), "int16", data=w), "u": T((len(u),), "int16", data=u),
+        "freq": T((c + 1,), "int16", data=freq), "start": T((c + 1,), "int16", data=start),
+        "width": T((c + 1,), "int16", data=width), "bank": T((c,), "uint64"), "root": T((c,), "uint32"),
+        "clean": T((c,), "uint32"), "noise": T((c,), "uint32"), "lut": T((125,), "int16", data=lut),
+        "gained": T((c,), "uint32"), "log": T((c,), "int16"),
+    }
+    ops = [
+        Op("SignalWindow", ["x", "window"], ["windowed"],
+           custom_options=custom_options(shift=int(rng.integers(0, 16)))),
+        Op("SignalFftAutoScale", ["windowed"], ["scaled", "shift"]),
+        Op("SignalRfft", ["scaled"], ["spectrum"], custom_options=custom_options(T=7, fft_length=fft)),
+        Op("SignalEnergy", ["spectrum"], ["energy"], custom_options=custom_options(start_index=0, end_index=half)),
+        Op("SignalFilterBank", ["energy", "w", "u", "freq", "start", "width"], ["bank"],
+           custom_options=custom_options(num_channels=c)),
+        Op("SignalFilterBankSquareRoot", ["bank", "shift"], ["root"]),
+        Op("SignalFilterBankSpectralSubtraction", ["root"], ["clean", "noise"],
+           custom_options=custom_options(**subtraction)),
+        Op("SignalPCAN", ["clean", "noise", "lut"], ["gained"],
+           custom_options=custom_options(snr_shift=int(rng.integers(0, 64)))),
+        Op("SignalFilterBankLog", ["gained"], ["log"], custom_options=custom_options(
+            input_correction_bits=int(rng.integers(0, 32)), output_scale=int(rng.integers(0, 2**32)))),
+    ]
+    return graph_model(Graph(tensors, ops, ["x"], ["log", "noise"])), n
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_front_ends(seed: int) -> None:
+    """Streams of the generator's frames through a random front end: the wheel, the interpreter and the native
+    model with and without host ports."""
+    from micronn.export import NativeModel
+
+    rng = np.random.default_rng(seed)
+    model, n = front_end(rng)
+    tflm, mine = _Tflm(model), Interpreter(model)
+    natives = [NativeModel(model), NativeModel(model, host_ports=False)]
+    for k, x in enumerate(frames(rng, "int16", n, 12)):
+        expected = tflm.run([x])
+        mine.set_input(x, 0)
+        mine.invoke()
+        for i, e in enumerate(expected):
+            assert_identical(mine.get_output(i), e, f"frame {k}, output {i}, interpreter")
+        for native in natives:
+            for i, (a, e) in enumerate(zip(native.run([x]), expected, strict=True)):
+                assert_identical(a, e, f"frame {k}, output {i}, native (host ports: {native is natives[0]})")
 
 
 INT16_EDGES = [int(v) for v in specials("int16")]
