@@ -97,7 +97,7 @@ def frame(rng: np.random.Generator, dtype: str, n: int, kind: int | None = None)
     return np.array([min(max(int(x), lo), hi) for x in v[:n]], object).astype(dtype)
 
 
-def run_both(model: bytes, steps: list) -> None:
+def same(model: bytes, steps: list) -> None:
     """Feed every step (a list of inputs, or RESET) to one wheel and one micronn interpreter, comparing all outputs."""
     tflm, mine = _Tflm(model), _micronn(model)
     for k, step in enumerate(steps):
@@ -125,11 +125,6 @@ def test_generator_reaches_the_rails() -> None:
         lo, hi = RANGES[dtype]
         assert {lo, hi, 0, 1}.issubset({int(v) for v in seen}), dtype
         assert str(frame(rng, dtype, 5).dtype) == dtype and len(frame(rng, dtype, 0)) == 0
-
-
-def same(model: bytes, inputs: list[list[np.ndarray]]) -> None:
-    """One wheel and one micronn interpreter over every input set in turn."""
-    run_both(model, inputs)
 
 
 @pytest.mark.parametrize("seed", range(3))
