@@ -249,10 +249,11 @@ class _Generator:
                  f"/* One inference: reads {p}_input(i), writes {p}_output(i). Returns 0. Not reentrant. */"
                  if not prog.fallible else
                  f"/* One inference: reads {p}_input(i), writes {p}_output(i). Not reentrant. Returns 0, or on a "
-                 f"failure the non-zero code of the kernel that stopped ({lower.GATHER_BAD_POSITION}: a GATHER "
-                 f"position outside its axis; else what {p}_storage returned when a spilled tensor could not be "
-                 f"written or read back): the invoke stopped there, {p}_failed_op names the operator (in model "
-                 "order) and the outputs are not valid. */",
+                 "failure the non-zero code of the kernel that stopped ("
+                 + "; ".join(f"{code}: {what}" for code, what in lower.KERNEL_FAILURES.items())
+                 + f"; else what {p}_storage returned when a spilled tensor could not be written or read back): the "
+                 f"invoke stopped there, {p}_failed_op names the operator (in model order) and the outputs are not "
+                 "valid. */",
                  f"int {p}_invoke(void);",
                  *([f"extern int32_t {p}_failed_op;  /* -1 unless the last {p}_invoke failed */"] if prog.fallible
                    else []),

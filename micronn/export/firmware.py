@@ -17,7 +17,7 @@ from micronn.export.project import Project, load
 from micronn.interpreter import Interpreter
 from micronn.ir import Model, random_inputs
 from micronn.micro.device import DeviceFault
-from micronn.micro.lower import GATHER_BAD_POSITION
+from micronn.micro.lower import KERNEL_FAILURES
 from micronn.micro.target import Target, get_target
 from micronn.micro.toolchain import Toolchain, find_toolchain
 from micronn.storage.base import StorageError
@@ -201,8 +201,8 @@ def _failed(proj: Project, device: str, code: int, op: int) -> None:
     code = code - (1 << 32) if code >= 1 << 31 else code
     name = next((n for o, n, _ in proj.ops if o == op), "?")
     what = f"{proj.prefix}_invoke returned {code} at operator {op} ({name})"
-    if code == GATHER_BAD_POSITION:
-        raise InvokeError(f"the firmware failed on {device}: {what}: a GATHER position lies outside its axis")
+    if code in KERNEL_FAILURES:
+        raise InvokeError(f"the firmware failed on {device}: {what}: {KERNEL_FAILURES[code]}")
     raise StorageError(f"the firmware's storage failed on {device}: {what}; {proj.prefix}_storage could not write "
                        "or read back a spilled tensor")
 

@@ -303,8 +303,21 @@ class NativeModel:
         view[...] = x
 
     def invoke(self) -> None:
-        """One inference over the inputs set: a single native call."""
-        self._invoke()
+        """One inference over the inputs set: a single native call. A kernel's failure (where TFLM fails the invoke:
+        a GATHER position outside its axis, an int32 DIV by zero, ...) raises an ``InvokeError``."""
+        status = self._invoke()
+        if status:
+            raise InvokeError(f"the native invoke failed: {self.failure(status)}")
+
+    def failure(self, status: int) -> str:
+        """What a non-zero status of this model's invoke means, naming the operator that stopped it."""
+        try:
+            op = ctypes.c_int32.in_dll(self._lib, f"{PREFIX}_failed_op").value
+        except ValueError:  # a program with no fallible kernel has no failed_op
+            op = -1
+        ops = self.model.main.operators
+        where = f"operator {op} ({ops[op].op})" if 0 <= op < len(ops) else "an operator"
+        return f"{where}: {lower.KERNEL_FAILURES.get(status, f'status {status}')}"
 
     def get_output(self, i: int = 0) -> np.ndarray:
         """A copy of output ``i``."""
@@ -318,7 +331,7 @@ class NativeModel:
             raise InvokeError(f"the model has {len(self.inputs)} inputs, {len(inputs)} given")
         for i, x in enumerate(inputs):
             self.set_input(x, i)
-        self._invoke()
+        self.invoke()
         return [y.copy() for y in self.outputs]
 
     def run_chunk(self, chunk: Sequence[np.ndarray], *, reset: bool = True
@@ -373,7 +386,7 @@ class NativeModel:
             outs, done, status = self.run_chunk(
                 [np.ascontiguousarray(x, v.dtype) for x, v in zip(chunk, self.inputs)], reset=not stream)
             if done < len(chunk[0]):
-                raise InvokeError(f"sample {k + done}: the native invoke failed with status {status}")
+                raise InvokeError(f"sample {k + done}: the native invoke failed: {self.failure(status)}")
             parts.append(outs)
             k += done
         if not parts:

@@ -318,9 +318,6 @@ def _quantize(o: _Op) -> list[Task]:
 
 
 def _copy(o: _Op) -> list[Task]:
-    """A byte copy; an output the plan aliased onto its input (RESHAPE's sharing) is already in place: no task."""
-    if o.places.get(o.op.inputs[0]) == o.places.get(o.op.outputs[0]) is not None:
-        return []
     return [o.task("mn_copy", o.out(), o.inp(0), o.node.outputs[0].nbytes)]
 
 
@@ -492,10 +489,19 @@ def _split(o: _Op) -> list[Task]:
 
 LOWERINGS.update({"WHILE": _while, "GATHER": _gather, "SPLIT": _split, "SPLIT_V": _split})
 
-# Kernels that can fail: they stop and leave a non-zero code in ``mn_status`` (a storage function's return, or
-# GATHER_BAD_POSITION), which whoever runs the tasks reads after them and clears.
-FALLIBLE = frozenset({"mn_spill", "mn_fetch", "mn_fetch_conv_2d_s8", "mn_gather"})
+# Kernels that can fail: they leave a non-zero code in ``mn_status`` (a storage function's return, or one of the
+# kernels' own codes below), which whoever runs the tasks reads after them and clears. TFLM fails the invoke in each
+# of the kernels' own cases; a device kernel cannot raise, so it writes defined bytes and reports.
+FALLIBLE = frozenset({"mn_spill", "mn_fetch", "mn_fetch_conv_2d_s8", "mn_gather",
+                      "mn_signal_filter_bank_square_root_u64", "mn_div_s32"})
 GATHER_BAD_POSITION = -1001  # kernels/gather.c
+SQRT_BAD_SCALE = -1002  # kernels/signal_filter_bank_square_root.c
+DIV_BAD_DIVISOR = -1003  # kernels/div_s32.c
+KERNEL_FAILURES = {
+    GATHER_BAD_POSITION: "a GATHER position lies outside its axis",
+    SQRT_BAD_SCALE: "a SignalFilterBankSquareRoot scale (its shift) lies outside [0, 31]",
+    DIV_BAD_DIVISOR: "an int32 DIV divides by zero (or INT32_MIN by -1)",
+}
 
 
 # Argument words a generic kernel never reads, kept in its tasks for the generated kernels that take the same words

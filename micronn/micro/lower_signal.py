@@ -222,15 +222,10 @@ def _cast_backward(o: _Op) -> int:
 
 @lowering("CAST", *CAST_TYPES, streaming=True)
 def _cast(o: _Op) -> list[Task]:
-    """Integer and bool casts (float32 is not lowered here), in the direction the plan's overlap allows. A cast
-    between integer types of one size keeps every bit (int32 <-> uint32, int8 <-> uint8, to its own type), so placed
-    exactly over its input it has nothing to do: no task."""
+    """Integer and bool casts (float32 is not lowered here), in the direction the plan's overlap allows."""
     src, dst = o.node.inputs[0].dtype.name, o.node.outputs[0].dtype.name
     if dst not in CAST_TYPES:
         raise o.unsupported(f"{src} -> {dst}")
-    same = o.places.get(o.op.inputs[0]) == o.places.get(o.op.outputs[0]) is not None
-    if same and dst != "bool" and o.node.inputs[0].dtype.itemsize == o.node.outputs[0].dtype.itemsize:
-        return []
     return [o.task("mn_cast", o.out(), o.inp(0), _count(o), CAST_TYPES[src],
                    CAST_BOOL if dst == "bool" else CAST_TYPES[dst], _cast_backward(o))]
 

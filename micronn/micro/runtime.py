@@ -146,9 +146,9 @@ class DeviceModel:
             code = int.from_bytes(self.sess.read(self._status, 4), "little", signed=True)
             if code:
                 self.sess.write(self._status, bytes(4))
-                if code == lower.GATHER_BAD_POSITION:
-                    raise InvokeError("a GATHER position lies outside its axis (TFLM fails the invoke too); the "
-                                      "outputs are not valid")
+                if code in lower.KERNEL_FAILURES:
+                    raise InvokeError(f"{lower.KERNEL_FAILURES[code]} (TFLM fails the invoke too); the outputs are "
+                                      "not valid")
                 raise StorageError(f"a Spill or Fetch task's storage call failed on the device with code {code}: "
                                    "a spilled tensor could not be written or read back, so the outputs are not valid")
         return [np.frombuffer(self.sess.read(a, v.nbytes), v.dtype).reshape(v.shape).copy()

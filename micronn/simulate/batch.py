@@ -151,7 +151,8 @@ class Engine:
                 if not stream:  # the reference's own message, if it refuses the sample too
                     with self._lock:
                         self.run_single([x[done:done + 1] for x in chunk], first + done)
-                raise InvokeError(f"sample {first + done}: the native invoke failed with status {status}")
+                raise InvokeError(f"sample {first + done}: the native invoke failed: "
+                                  f"{(native or self.native).failure(status)}")
             return outs
         if stream or self.why_single is not None or n < TWIN // 2:  # a few samples: padding would cost more
             try:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from micronn import Interpreter
+from micronn.errors import InvokeError
 from micronn.export import NativeModel
 from micronn.ir import Activation
 from micronn.testing import Graph, Op, T, _Tflm, graph_model, op_model
@@ -76,15 +77,21 @@ def test_constant_scalar_operand(op: str) -> None:
 
 
 def test_div_special_divisors_as_the_device_writes_them() -> None:
-    """A zero divisor gives 0 and INT32_MIN / -1 the wrapped INT32_MIN in every lane position (the wheel refuses
-    the first and crashes on the second, so these compare with the portable kernel only)."""
+    """A zero divisor gives 0 and INT32_MIN / -1 the wrapped INT32_MIN in every lane position, and the invoke
+    reports the failure (the wheel refuses the first and crashes on the second, so the bytes left in the output
+    compare with the portable kernel's only)."""
     a = np.tile(np.array([-2**31, 5, -2**31, 0, 2**31 - 1, -2**31, 7, -9], np.int32), 5)
     b = np.tile(np.array([-1, 0, 0, 0, -1, 1, -1, 2], np.int32), 5)
-    for k in range(8):  # every lane position of a vector and of the scalar tail
-        check(model("DIV", ((41,), (41,), (41,))), [np.resize(np.roll(a, k), 41), np.resize(np.roll(b, k), 41)],
-              wheel=False)
-    check(model("DIV", ((40,), (1,), (40,))), [a, np.array([0], np.int32)], wheel=False)
-    check(model("DIV", ((40,), (1,), (40,))), [a, np.array([-1], np.int32)], wheel=False)
+    cases = [(model("DIV", ((41,), (41,), (41,))), [np.resize(np.roll(a, k), 41), np.resize(np.roll(b, k), 41)])
+             for k in range(8)]  # every lane position of a vector and of the scalar tail
+    cases += [(model("DIV", ((40,), (1,), (40,))), [a, np.array([d], np.int32)]) for d in (0, -1)]
+    for data, xs in cases:
+        left = []
+        for native in (NativeModel(data), NativeModel(data, host_ports=False)):
+            with pytest.raises(InvokeError, match="DIV divides by zero"):
+                native.run(xs)
+            left.append(native.outputs[0].tobytes())
+        assert left[0] == left[1]
 
 
 def test_in_place_outputs() -> None:
@@ -94,3 +101,30 @@ def test_in_place_outputs() -> None:
               [Op("ADD", ["x", "y"], ["s"], schema.options("ADD")), Op("MUL", ["s", "y"], ["m"], schema.options("MUL")),
                Op("MAXIMUM", ["m", "x"], ["z"])], ["x", "y"], ["z"])
     check(graph_model(g), [values((2, 21), 6), values((2, 21), 7)])
+
+
+def test_failures_where_tflm_fails_the_invoke() -> None:
+    """An int32 DIV by zero or of INT32_MIN by -1 (vector lanes and the scalar tail) and a SignalFilterBankSquareRoot
+    scale outside [0, 31] write defined bytes and report, so run() raises, naming the operator, where the
+    interpreter refuses too; run_chunk stops at the sample."""
+
+    for host_ports in (True, False):
+        native = NativeModel(model("DIV", ((17,), (17,), (17,))), host_ports=host_ports)
+        a, b = values((17,), 8), values((17,), 9, divisor=True)
+        native.run([a, b])
+        for at, (x, y) in [(3, (5, 0)), (16, (5, 0)), (9, (-2**31, -1))]:
+            a2, b2 = a.copy(), b.copy()
+            a2[at], b2[at] = x, y
+            with pytest.raises(InvokeError, match=r"operator 0 \(DIV\): an int32 DIV divides by zero"):
+                native.run([a2, b2])
+            native.run([a, b])  # the error channel was cleared
+            outs, done, status = native.run_chunk([np.stack([a, a2, a]), np.stack([b, b2, b])])
+            assert (done, status) == (1, -1003)
+        x = T((5,), "uint64", data=np.arange(5, dtype=np.uint64) ** 5)  # (a uint64 model input has no C header type)
+        root = NativeModel(op_model("SignalFilterBankSquareRoot", [x, T((), "int32")], [T((5,), "uint32")]),
+                           host_ports=host_ports)
+        for scale in (0, 31):
+            root.run([np.int32(scale)])
+        for scale in (-1, 32):
+            with pytest.raises(InvokeError, match=r"\(SignalFilterBankSquareRoot\): .*outside \[0, 31\]"):
+                root.run([np.int32(scale)])

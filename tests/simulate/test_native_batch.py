@@ -147,7 +147,7 @@ def test_a_failing_native_invoke_is_named_with_the_references_message(monkeypatc
     monkeypatch.setattr(engine.native, "run_chunk", stop_at_one)
     a = np.ones((3, 1, 4), np.int32)
     b = np.ones((3, 1, 4), np.int32)
-    with pytest.raises(InvokeError, match="sample 11: the native invoke failed with status 7"):
+    with pytest.raises(InvokeError, match="sample 11: the native invoke failed: .*status 7"):
         engine.run([a, b], first=10)
     b[1, 0, 0] = 0
     with pytest.raises(InvokeError, match="sample 11:.*division by zero"):

@@ -4,4 +4,6 @@
 
 enum { DST, SRC, NBYTES };
 
-void mn_copy(const mn_word *args) { mn_move(MN_P(void, DST), MN_P(const void, SRC), (size_t)args[NBYTES]); }
+void mn_copy(const mn_word *args) {
+    if (MN_P(void, DST) != MN_P(const void, SRC)) mn_move(MN_P(void, DST), MN_P(const void, SRC), (size_t)args[NBYTES]);
+}

@@ -3,11 +3,15 @@
  *
  * The root is floor(sqrt(x)) rounded up when the remainder x - s*s exceeds s, except at the cap: 0xFFFF for
  * x < 2^32 and 0xFFFFFFFF above, which it never passes. TFLM fails an invoke whose scale_bits lies outside
- * [0, 31] (micronn's reference raises); the device cannot, and writes zeros instead.
+ * [0, 31] (micronn's reference raises); the device cannot, and writes zeros instead, and reports MN_SQRT_BAD_SCALE
+ * in mn_status.
  */
 #include "mn_kernels.h"
 
 enum { OUT, IN, SCALE, COUNT };
+#define MN_SQRT_BAD_SCALE (-1002)
+
+__attribute__((weak)) int32_t mn_status; /* the kernels' error channel (see spill.c) */
 
 /* floor(sqrt(x)), one result bit per step from the top (no division, no 64-bit multiply). */
 static uint32_t floor_sqrt64(uint64_t x) {
@@ -29,6 +33,7 @@ void mn_signal_filter_bank_square_root_u64(const mn_word *args) {
     uint32_t *out = MN_P(uint32_t, OUT);
     const uint64_t *x = MN_P(const uint64_t, IN);
     const int32_t shift = *MN_P(const int32_t, SCALE), count = MN_I(COUNT);
+    if (shift < 0 || shift > 31) mn_status = MN_SQRT_BAD_SCALE;
     for (int32_t i = 0; i < count; i++) {
         if (shift < 0 || shift > 31) {
             out[i] = 0;

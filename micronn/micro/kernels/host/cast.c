@@ -46,7 +46,7 @@ void mn_cast(const mn_word *args) {
     static const size_t size[4] = {1, 1, 2, 4};
     if (count <= 0) return;
     if (in_type == out_type && in_type >= MN_INT8 && in_type <= MN_INT32) {
-        memmove(out, x, (size_t)count * size[in_type]);
+        if (out != x) memmove(out, x, (size_t)count * size[in_type]);
         return;
     }
 #if defined(MNH_AVX2)
