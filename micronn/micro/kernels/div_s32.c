@@ -18,8 +18,9 @@ static void div_rows(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, int32_t 
     for (int32_t i = 0; i < n; i++, p0 += s0, p1 += s1, p2 += s2) {
         const int32_t a = *(const int32_t *)p1, b = *(const int32_t *)p2;
         int32_t q;
-        if (b == 0) q = 0, mn_status = MN_DIV_BAD_DIVISOR;
-        else if (b == -1) q = (int32_t)(0u - (uint32_t)a), mn_status = a == INT32_MIN ? MN_DIV_BAD_DIVISOR : mn_status;
+        if (b == 0 || (b == -1 && a == INT32_MIN)) mn_status = MN_DIV_BAD_DIVISOR;
+        if (b == 0) q = 0;
+        else if (b == -1) q = (int32_t)(0u - (uint32_t)a);
         else q = a / b;
         *(int32_t *)p0 = mn_clamp(q, lo, hi);
     }

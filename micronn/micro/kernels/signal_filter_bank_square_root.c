@@ -33,12 +33,12 @@ void mn_signal_filter_bank_square_root_u64(const mn_word *args) {
     uint32_t *out = MN_P(uint32_t, OUT);
     const uint64_t *x = MN_P(const uint64_t, IN);
     const int32_t shift = *MN_P(const int32_t, SCALE), count = MN_I(COUNT);
-    if (shift < 0 || shift > 31) mn_status = MN_SQRT_BAD_SCALE;
+    if (shift < 0 || shift > 31) {
+        for (int32_t i = 0; i < count; i++) out[i] = 0;
+        mn_status = MN_SQRT_BAD_SCALE;
+        return;
+    }
     for (int32_t i = 0; i < count; i++) {
-        if (shift < 0 || shift > 31) {
-            out[i] = 0;
-            continue;
-        }
         const uint64_t v = x[i];
         const uint32_t s = floor_sqrt64(v);
         const uint32_t cap = (v >> 32) ? 0xFFFFFFFFu : 0xFFFFu;

@@ -77,9 +77,8 @@ void mn_cast(const mn_word *args) {
         }
         if (!rest) return;
         const int32_t at = backward ? 0 : 8 * groups; /* the rest, as a cast of its own in the same direction */
-        static const size_t bytes[4] = {1, 1, 2, 4};
-        mn_word sub[6] = {(mn_word)((uint8_t *)out + (size_t)at * bytes[out_type]),
-                          (mn_word)((const uint8_t *)x + (size_t)at * bytes[in_type]), (mn_word)rest,
+        mn_word sub[6] = {(mn_word)((uint8_t *)out + (size_t)at * size[out_type]),
+                          (mn_word)((const uint8_t *)x + (size_t)at * size[in_type]), (mn_word)rest,
                           (mn_word)in_type, (mn_word)out_type, (mn_word)backward};
         mn_cast_portable(sub);
         return;

@@ -347,5 +347,25 @@ static inline __m256i mnh_clamp32(__m256i x, int32_t lo, int32_t hi) {
     return _mm256_min_epi32(_mm256_max_epi32(x, _mm256_set1_epi32(lo)), _mm256_set1_epi32(hi));
 }
 
+/* ---- uint32 lanes (the signal kernels) ---------------------------------------------------------------------- */
+
+/* The low 32 bits of (a * b) >> sh for eight uint32 pairs, the products exact in 64 bits (sh 0..63). */
+static inline __m256i mnh_mul_shift_epu32(__m256i a, __m256i b, __m128i sh) {
+    const __m256i even = _mm256_srl_epi64(_mm256_mul_epu32(a, b), sh);
+    const __m256i odd = _mm256_srl_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(b, 32)), sh);
+    return _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+}
+
+/* The position of the leading one of each uint32 lane of v (v = 0 gives a negative value), and in *bits the float
+ * bits of v, or of v >> 8 when v >= 2^24: below 2^24 the conversion is exact, so the exponent field less 127 (plus
+ * 8 for the shifted case) is the position, and the mantissa holds the bits below the leading one, at least 16 of
+ * them when v >= 2^24 (v's own, shifted up with zeros, when smaller). */
+static inline __m256i mnh_leading_one(__m256i v, __m256i *bits) {
+    const __m256i big = _mm256_cmpeq_epi32(_mm256_max_epu32(v, _mm256_set1_epi32(1 << 24)), v); /* v >= 2^24 */
+    *bits = _mm256_castps_si256(_mm256_cvtepi32_ps(_mm256_blendv_epi8(v, _mm256_srli_epi32(v, 8), big)));
+    return _mm256_add_epi32(_mm256_sub_epi32(_mm256_srli_epi32(*bits, 23), _mm256_set1_epi32(127)),
+                            _mm256_and_si256(big, _mm256_set1_epi32(8)));
+}
+
 #endif /* AVX2 */
 #endif /* MN_HOST_H */

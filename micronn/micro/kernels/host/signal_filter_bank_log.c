@@ -1,19 +1,18 @@
 /* SignalFilterBankLog, the host port (x86-64 with AVX2) of kernels/signal_filter_bank_log.c, same symbol, same
  * argument words.
  *
- * Eight channels a vector, in 32-bit lanes. The leading one's position p of v = x << bits: v >> 8 when v >= 2^24,
- * else v, is below 2^24 and converts to float exactly; its exponent field less 127 (plus 8 for the shifted case)
- * is p. That float's mantissa holds the bits below the leading one (at least 16 of them when v >= 2^24; v's own,
- * shifted up, when smaller): its top 16 are the portable kernel's t for every p (its left shift fills zeros, its
- * right shift drops bits, as the conversion and the >> 8 do); j = t >> 9 <= 127. c[j] and c[j+1] - c[j] come
- * from one gather of a 128-entry table of (uint16, int16) pairs made once per call site (the lowering's table is
- * a constant, 0..5641; when some entry or step does not fit, two gathers of c[j] and c[j+1], inside the 129).
- * log2 is the portable int32 arithmetic (c[j+1] - c[j] wraps alike, mullo, an arithmetic shift). The 64-bit
- * (45426 * log2 + 2^15) >> 16 splits at log2's bit 16: 45426 * (log2 >> 16) + ((45426 * (log2 & 0xFFFF) + 2^15)
- * >> 16), the second product below 2^32 (unsigned shift), both sums modulo 2^32 as the uint32 truncation keeps.
- * The scaling wraps in uint32 lanes as there; min(scaled, 32767) unsigned, v <= 1 gives 0, packed to int16
- * (values 0..32767 pack exactly). A count's last partial vector runs through zero-padded copies. Without AVX2 the
- * portable kernel runs.
+ * Eight channels a vector, in 32-bit lanes. The leading one's position p of v = x << bits (mnh_leading_one): v >> 8
+ * when v >= 2^24, else v, is below 2^24 and converts to float exactly; its exponent field less 127 (plus 8 for the
+ * shifted case) is p. That float's mantissa holds the bits below the leading one (at least 16 of them when v >= 2^24;
+ * v's own, shifted up, when smaller): its top 16 are the portable kernel's t for every p (its left shift fills zeros,
+ * its right shift drops bits, as the conversion and the >> 8 do); j = t >> 9 <= 127. c[j] and c[j+1] - c[j] come from
+ * one gather of a 128-entry table of (uint16, int16) pairs made once per call site (the lowering's table is a constant,
+ * 0..5641; when some entry or step does not fit, two gathers of c[j] and c[j+1], inside the 129). log2 is the portable
+ * int32 arithmetic (c[j+1] - c[j] wraps alike, mullo, an arithmetic shift). The 64-bit (45426 * log2 + 2^15) >> 16
+ * splits at log2's bit 16: 45426 * (log2 >> 16) + ((45426 * (log2 & 0xFFFF) + 2^15) >> 16), the second product below
+ * 2^32 (unsigned shift), both sums modulo 2^32 as the uint32 truncation keeps. The scaling wraps in uint32 lanes as
+ * there; min(scaled, 32767) unsigned, v <= 1 gives 0, packed to int16 (values 0..32767 pack exactly). A count's last
+ * partial vector runs through zero-padded copies. Without AVX2 the portable kernel runs.
  */
 #define mn_signal_filter_bank_log_u32 mn_signal_filter_bank_log_u32_portable
 #include "signal_filter_bank_log.portable.inc"
@@ -51,11 +50,8 @@ static const log_table *log_prepare(const mn_word *args, const int32_t *c) {
 static inline void log8(int16_t *out, const uint32_t *x, const int32_t *c, const int32_t *packed, __m128i bits,
                         __m256i scale) {
     const __m256i v = _mm256_sll_epi32(_mm256_loadu_si256((const __m256i *)x), bits);
-    const __m256i big = _mm256_cmpeq_epi32(_mm256_max_epu32(v, _mm256_set1_epi32(1 << 24)), v); /* v >= 2^24 */
-    const __m256i w = _mm256_blendv_epi8(v, _mm256_srli_epi32(v, 8), big);
-    const __m256i fw = _mm256_castps_si256(_mm256_cvtepi32_ps(w));
-    const __m256i p = _mm256_add_epi32(_mm256_sub_epi32(_mm256_srli_epi32(fw, 23), _mm256_set1_epi32(127)),
-                                       _mm256_and_si256(big, _mm256_set1_epi32(8)));
+    __m256i fw;
+    const __m256i p = mnh_leading_one(v, &fw);
     const __m256i t = _mm256_and_si256(_mm256_srli_epi32(fw, 7), _mm256_set1_epi32(0xFFFF));
     const __m256i j = _mm256_srli_epi32(t, 9);
     __m256i c0, d;

@@ -16,13 +16,6 @@
 #include "mn_host.h"
 
 #if defined(MNH_AVX2)
-/* the low 32 bits of (a * b) >> sh for eight uint32 pairs, the products in 64 bits */
-static inline __m256i sub_mul_shift(__m256i a, __m256i b, __m128i sh) {
-    const __m256i even = _mm256_srl_epi64(_mm256_mul_epu32(a, b), sh);
-    const __m256i odd = _mm256_srl_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(b, 32)), sh);
-    return _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
-}
-
 /* eight channels: out, noise and state[0..8) from x, state, smoothing and keep[0..8) */
 static inline void sub8(uint32_t *out, uint32_t *noise, uint32_t *state, const uint32_t *x, const uint32_t *smoothing,
                         const uint32_t *keep, __m256i min_remaining, __m128i bits, __m128i sub_bits, int clamping) {
@@ -35,7 +28,7 @@ static inline void sub8(uint32_t *out, uint32_t *noise, uint32_t *state, const u
     const __m256i estimate = _mm256_blend_epi32(_mm256_srl_epi64(even, sub_bits),
                                                 _mm256_slli_epi64(_mm256_srl_epi64(odd, sub_bits), 32), 0xAA);
     const __m256i used = _mm256_min_epu32(estimate, signal);
-    const __m256i floor = sub_mul_shift(in, min_remaining, sub_bits);
+    const __m256i floor = mnh_mul_shift_epu32(in, min_remaining, sub_bits);
     const __m256i cleaned = _mm256_srl_epi32(_mm256_sub_epi32(signal, used), bits);
     const __m256i kept = clamping ? used : estimate;
     _mm256_storeu_si256((__m256i *)state, kept);

@@ -1,22 +1,21 @@
 /* SignalPCAN, the host port (x86-64 with AVX2) of kernels/signal_pcan.c, same symbol, same argument words.
  *
- * Eight channels a vector, in 32-bit lanes. The noise estimate's leading one: e >> 8 when e >= 2^24, else e, is
- * below 2^24 and so converts to float exactly; its exponent field less 127 (plus 8 for the shifted case) is
- * the position p = b - 1. The top 10 bits of that float's mantissa (the bits below the leading one, at least 16 of
- * them when e >= 2^24) are the portable kernel's f for every b (its left shift fills zeros, its right shift drops
- * bits, as the exact conversion and the >> 8 do). The three table entries of a bit length,
- * lut[k], lut[k+1], lut[k+2] at k = 4p - 2, come from 32-entry int16 tables per p, two entries a 32-bit word
- * (two vectors each: vpermd of word p >> 1 from both, a blend on bit 4 of p, a shift by 16 that puts an even p's
- * entry in the upper half), made per call site from the table's first 125 entries (all that the kernel reads:
- * prepare checked they exist) and made again whenever those entries differ from the copy kept (the table may be
- * a model input). The entry sits in the upper half over the other one of its pair: c2 is that >> 16, c1 * 32 the
- * upper half alone >> 11, and c0 is added as it is to r << 16 (nothing added below, so no carry reaches the upper
- * half) before the >> 16 that truncates the gain to int16. e = 2 is the quadratic at f = 0, which adds 0 to
- * lut[2]; e = 1 is entry p = 0, (lut[1], 0, 0) at f = 0; e = 0 takes lut[0] by a blend. The quadratic is the
- * portable int32 arithmetic (mullo, arithmetic shifts: no product overflows, as there). The
- * uint64 product x * gain (gain sign-extended to 32 bits) is _mm256_mul_epu32 on even and odd lanes, shifted
- * right by snr_shift (0..63, as the portable kernel), its low 32 bits the SNR; the output's two branches are
- * computed for every lane and chosen by snr >> 13 == 0 (snr < 8192, where snr * snr < 2^26 fits a 32-bit
+ * Eight channels a vector, in 32-bit lanes. The noise estimate's leading one (mnh_leading_one): e >> 8 when e >= 2^24,
+ * else e, is below 2^24 and so converts to float exactly; its exponent field less 127 (plus 8 for the shifted case) is
+ * the position p = b - 1. The top 10 bits of that float's mantissa (the bits below the leading one, at least 16 of them
+ * when e >= 2^24) are the portable kernel's f for every b (its left shift fills zeros, its right shift drops bits, as
+ * the exact conversion and the >> 8 do). The three table entries of a bit length, lut[k], lut[k+1], lut[k+2] at k =
+ * 4p - 2, come from 32-entry int16 tables per p, two entries a 32-bit word (two vectors each: vpermd of word p >> 1
+ * from both, a blend on bit 4 of p, a shift by 16 that puts an even p's entry in the upper half), made per call site
+ * from the table's first 125 entries (all that the kernel reads: prepare checked they exist) and made again whenever
+ * those entries differ from the copy kept (the table may be a model input). The entry sits in the upper half over the
+ * other one of its pair: c2 is that >> 16, c1 * 32 the upper half alone >> 11, and c0 is added as it is to r << 16
+ * (nothing added below, so no carry reaches the upper half) before the >> 16 that truncates the gain to int16. e = 2 is
+ * the quadratic at f = 0, which adds 0 to lut[2]; e = 1 is entry p = 0, (lut[1], 0, 0) at f = 0; e = 0 takes lut[0] by
+ * a blend. The quadratic is the portable int32 arithmetic (mullo, arithmetic shifts: no product overflows, as there).
+ * The uint64 product x * gain (gain sign-extended to 32 bits) is mnh_mul_shift_epu32 (_mm256_mul_epu32 on even and odd
+ * lanes), shifted right by snr_shift (0..63, as the portable kernel), its low 32 bits the SNR; the output's two
+ * branches are computed for every lane and chosen by snr >> 13 == 0 (snr < 8192, where snr * snr < 2^26 fits a 32-bit
  * product). A count's last partial vector runs through zero-padded copies. Without AVX2 the portable kernel runs.
  */
 #define mn_signal_pcan_u32 mn_signal_pcan_u32_portable
@@ -68,21 +67,12 @@ static inline __m256i pcan_lookup(const int16_t *tab, __m256i q, __m256i bit4, _
     return _mm256_sllv_epi32(_mm256_blendv_epi8(lo, hi, bit4), up);
 }
 
-/* the position of the leading one of each lane of e (unsigned; e = 0 gives a negative value), and the float bits
- * of e, or of e >> 8 when e >= 2^24 (exact): their mantissa bits are the top ones below e's leading one */
-static inline __m256i pcan_leading_one(__m256i e, __m256i *bits) {
-    const __m256i big = _mm256_cmpeq_epi32(_mm256_max_epu32(e, _mm256_set1_epi32(1 << 24)), e); /* e >= 2^24 */
-    *bits = _mm256_castps_si256(_mm256_cvtepi32_ps(_mm256_blendv_epi8(e, _mm256_srli_epi32(e, 8), big)));
-    return _mm256_add_epi32(_mm256_sub_epi32(_mm256_srli_epi32(*bits, 23), _mm256_set1_epi32(127)),
-                            _mm256_and_si256(big, _mm256_set1_epi32(8)));
-}
-
 /* out[0..8) for x[0..8), noise[0..8); lut0: lut[0] in every lane */
 static inline void pcan8(uint32_t *out, const uint32_t *x, const uint32_t *noise, const pcan_table *tab, __m256i lut0,
                          __m128i shift) {
     const __m256i e = _mm256_loadu_si256((const __m256i *)noise), v = _mm256_loadu_si256((const __m256i *)x);
     __m256i fbits;
-    const __m256i p = pcan_leading_one(e, &fbits);
+    const __m256i p = mnh_leading_one(e, &fbits);
     const __m256i f = _mm256_and_si256(_mm256_srli_epi32(fbits, 13), _mm256_set1_epi32(0x3FF));
     const __m256i q = _mm256_srli_epi32(p, 1), bit4 = _mm256_cmpgt_epi32(p, _mm256_set1_epi32(15));
     const __m256i up = _mm256_slli_epi32(_mm256_andnot_si256(p, _mm256_set1_epi32(1)), 4);
@@ -96,9 +86,7 @@ static inline void pcan8(uint32_t *out, const uint32_t *x, const uint32_t *noise
     const __m256i r = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(inner, f), _mm256_set1_epi32(1 << 14)),
                                         15);
     const __m256i g = _mm256_srai_epi32(_mm256_add_epi32(_mm256_slli_epi32(r, 16), c0_hi), 16);
-    const __m256i even = _mm256_srl_epi64(_mm256_mul_epu32(v, g), shift);
-    const __m256i odd = _mm256_srl_epi64(_mm256_mul_epu32(_mm256_srli_epi64(v, 32), _mm256_srli_epi64(g, 32)), shift);
-    const __m256i snr = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    const __m256i snr = mnh_mul_shift_epu32(v, g, shift);
     const __m256i low = _mm256_srli_epi32(_mm256_mullo_epi32(snr, snr), 20);
     const __m256i high = _mm256_sub_epi32(_mm256_srli_epi32(snr, 6), _mm256_set1_epi32(64));
     const __m256i is_low = _mm256_cmpeq_epi32(_mm256_srli_epi32(snr, 13), _mm256_setzero_si256());
