@@ -76,6 +76,54 @@ def test_constant_scalar_operand(op: str) -> None:
     check(model(op, ((33,), (1,), (33,)), const=np.array([-7], np.int32)), [values((33,), 5)])
 
 
+def divisors() -> list[int]:
+    """Scalar divisors for DIV's magic-number path: small ones of both signs, powers of two and their neighbours,
+    the extremes of int32 and random ones of every magnitude (never 0)."""
+    rng = np.random.default_rng(11)
+    ds = [d for k in range(1, 8) for d in (k, -k)]
+    ds += [s * ((1 << b) + e) for b in range(1, 31) for e in (-1, 0, 1) for s in (1, -1)]
+    ds += [-2**31, 2**31 - 1, -2**31 + 1, 46341, -46341, 641, 6700417, 10**9 + 7]
+    ds += [int(v) >> int(k) or 5 for v, k in zip(rng.integers(-2**31, 2**31, 40), rng.integers(0, 31, 40))]
+    return ds
+
+
+def dividends(d: int, n: int, seed: int) -> np.ndarray:
+    """The extremes, 0 and +-1, multiples of d and their neighbours (where truncation changes), and random values."""
+    rng = np.random.default_rng(seed)
+    k = rng.integers(-2**31 // abs(d), 2**31 // abs(d) + 1, n)
+    near = np.clip(k * d + rng.integers(-1, 2, n), -2**31, 2**31 - 1)
+    x = np.where(rng.random(n) < 0.5, near, rng.integers(-2**31, 2**31, n))
+    x[:8] = [-2**31, -2**31 + 1, 2**31 - 1, 0, 1, -1, d, -d if d != -2**31 else 0]
+    return rng.permutation(x).astype(np.int32)  # the extremes in vector lanes and the scalar tail
+
+
+@pytest.mark.parametrize("n", [8, 43])
+def test_div_by_a_scalar_divisor_input(n: int) -> None:
+    """DIV by one broadcast divisor (the host port's magic-number multiply, recomputed from the divisor's value on
+    every invoke: here a model input that changes between runs of one library) gives C's truncating quotient, the
+    portable kernel's, the interpreter's and the wheel's bytes, for every kind of divisor, and under a clamp."""
+    for act in (Activation.NONE, Activation.RELU6):
+        data = model("DIV", ((n,), (1,), (n,)), act)
+        ported, portable, it = NativeModel(data), NativeModel(data, host_ports=False), Interpreter(data)
+        wheel = _Tflm(data)
+        for i, d in enumerate(divisors()):
+            a = dividends(d, n, i)
+            if d == -1:
+                a[a == -2**31] = 7  # INT32_MIN / -1 fails the invoke (test_div_special_divisors...)
+            xs = [a, np.array([d], np.int32)]
+            got = ported.run(xs)[0]
+            want = np.trunc(a.astype(np.float64) / d).astype(np.int64)
+            if act == Activation.RELU6:
+                want = np.clip(want, 0, 6)
+            assert got.tobytes() == want.astype(np.int32).tobytes(), d
+            assert got.tobytes() == portable.run(xs)[0].tobytes(), d
+            it.set_input(xs[0], 0)
+            it.set_input(xs[1], 1)
+            it.invoke()
+            assert got.tobytes() == it.get_output(0).tobytes(), d
+            assert got.tobytes() == wheel.run(xs)[0].tobytes(), d
+
+
 def test_div_special_divisors_as_the_device_writes_them() -> None:
     """A zero divisor gives 0 and INT32_MIN / -1 the wrapped INT32_MIN in every lane position, and the invoke
     reports the failure (the wheel refuses the first and crashes on the second, so the bytes left in the output

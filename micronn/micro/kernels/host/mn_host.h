@@ -310,25 +310,52 @@ __attribute__((always_inline)) static inline __m256i mnh_fq8_apply(__m256i acc, 
 /* ---- int32 elementwise rows (mn_elementwise.h's walk) ------------------------------------------------------ */
 
 /* A row function for mn_walk: a row whose output and first input advance one int32 per element and whose second
- * input does too or is broadcast (stride 0) runs eight lanes at a time through VEC(a, b, args); other rows, and a
- * row's last n % 8 elements, through the portable ROW. Each group of eight is read before it is written, so an
- * output placed exactly over an input (the planner's in-place sharing) is fine, as in the portable loop. */
+ * input does too or is broadcast (stride 0) runs eight lanes at a time through VEC(a, b, w); other rows, and a
+ * row's last n % 8 elements, through the portable ROW, called out of line (the common whole-vector row then saves
+ * no registers). The two cases are separate loops, a broadcast second input read once, and VEC reads the call's
+ * scalars from w, a local copy of the first argument words, so the compiler loads them once per row instead of
+ * again after every store (which it must assume may change args). Each group of eight is read before it is
+ * written, so an output placed exactly over an input (the planner's in-place sharing, which needs the same shape:
+ * never a broadcast input) is fine, as in the portable loop. */
+#define MNH_ROW_WORDS 8 /* fewer than the words of any elementwise call (its walk geometry alone has 24) */
 #define MNH_ROWS_S32(name, row, vec)                                                                           \
+    __attribute__((noinline)) static void name##_rest(uint8_t *p0, const uint8_t *p1, const uint8_t *p2,      \
+                                                      int32_t n, int32_t s0, int32_t s1, int32_t s2,          \
+                                                      const mn_word *args) {                                  \
+        row(p0, p1, p2, n, s0, s1, s2, args);                                                                  \
+    }                                                                                                          \
     static void name(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, int32_t n, int32_t s0, int32_t s1,    \
                      int32_t s2, const mn_word *args) {                                                        \
         int32_t i = 0;                                                                                         \
-        if (s0 == 4 && s1 == 4 && (s2 == 4 || s2 == 0))                                                        \
-            for (; i + 8 <= n; i += 8) {                                                                       \
-                const __m256i a = _mm256_loadu_si256((const __m256i *)(p1 + 4 * (size_t)i));                   \
-                const __m256i b = s2 ? _mm256_loadu_si256((const __m256i *)(p2 + 4 * (size_t)i))               \
-                                     : _mm256_set1_epi32(*(const int32_t *)p2);                                \
-                _mm256_storeu_si256((__m256i *)(p0 + 4 * (size_t)i), vec(a, b, args));                         \
+        if (s0 == 4 && s1 == 4 && (s2 == 4 || s2 == 0) && n >= 8) {                                            \
+            mn_word w[MNH_ROW_WORDS];                                                                          \
+            memcpy(w, args, sizeof w);                                                                         \
+            if (s2 == 0) {                                                                                     \
+                const __m256i b = _mm256_set1_epi32(*(const int32_t *)p2);                                     \
+                for (; i + 8 <= n; i += 8) {                                                                   \
+                    const __m256i a = _mm256_loadu_si256((const __m256i *)(p1 + 4 * (size_t)i));               \
+                    _mm256_storeu_si256((__m256i *)(p0 + 4 * (size_t)i), vec(a, b, w));                       \
+                }                                                                                              \
+            } else {                                                                                           \
+                for (; i + 8 <= n; i += 8) {                                                                   \
+                    const __m256i a = _mm256_loadu_si256((const __m256i *)(p1 + 4 * (size_t)i));               \
+                    const __m256i b = _mm256_loadu_si256((const __m256i *)(p2 + 4 * (size_t)i));               \
+                    _mm256_storeu_si256((__m256i *)(p0 + 4 * (size_t)i), vec(a, b, w));                       \
+                }                                                                                              \
             }                                                                                                  \
-        if (i < n) row(p0 + 4 * (size_t)i, p1 + 4 * (size_t)i, p2 + (size_t)s2 * i, n - i, s0, s1, s2, args);  \
+        }                                                                                                      \
+        if (i < n) name##_rest(p0 + 4 * (size_t)i, p1 + 4 * (size_t)i, p2 + (size_t)s2 * i, n - i, s0, s1, s2,  \
+                               args);                                                                          \
     }
 
 /* mn_walk, with the common case first: a walk whose outer dimensions are all 1 (an elementwise op the lowering merged
- * into one row) is one call of `row`, without the odometer. */
+ * into one row) is one call of `row`, without the odometer, whose registers and stack the general walk (kept out of
+ * line) would otherwise make every call save and restore. */
+__attribute__((noinline, unused)) static void mnh_walk_all(const mn_word *args, int geo, uint8_t *p0,
+                                                           const uint8_t *p1, const uint8_t *p2, mn_row_fn *row) {
+    mn_walk(args, geo, p0, p1, p2, row);
+}
+
 static inline void mnh_walk(const mn_word *args, int geo, uint8_t *p0, const uint8_t *p1, const uint8_t *p2,
                             mn_row_fn *row) {
     const mn_word *size = args + geo;
@@ -339,7 +366,7 @@ static inline void mnh_walk(const mn_word *args, int geo, uint8_t *p0, const uin
         row(p0, p1, p2, (int32_t)in[0], (int32_t)in[MN_WALK_DIMS], (int32_t)in[2 * MN_WALK_DIMS],
             (int32_t)in[3 * MN_WALK_DIMS], args);
     else
-        mn_walk(args, geo, p0, p1, p2, row);
+        mnh_walk_all(args, geo, p0, p1, p2, row);
 }
 
 /* Clamped to [lo, hi] lane by lane, as mn_clamp. */
