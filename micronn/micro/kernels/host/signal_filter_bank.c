@@ -4,12 +4,14 @@
  * Channel c sums the falling edge of band c and the rising edge of band c + 1 (the portable kernel's two targets per
  * band, turned around). The bands are constants of the call site, so they are laid out once: the usual chain (band
  * b is channel b's, b = 0 .. channels, widths a multiple of 4, as mel tables are) reads each band's bins once for
- * both edges, bands grouped by width; other tables go channel by channel over runs of bins. Either way products go
- * into uint64 lanes in any order (the sums wrap: order does not matter), four channels are reduced together. A
- * product is mul_epi32 of the weight sign-extended to 32 or 64 bits and the bin: both low 32-bit halves as signed,
- * the exact int16 x uint32 product (at most 2^47 in magnitude, the portable kernel's value mod 2^64) while the bin
- * is below 2^31; a frame with a bin at or above 2^31 runs the portable kernel. A run's last width % 4 products are
- * the portable kernel's scalar arithmetic. The weights are read on every call (they may be a model input).
+ * both edges, bands grouped by width, and keeps each edge's four lanes as they are (two stores, no shuffle; a
+ * channel's vector is then one add of two of them); other tables go channel by channel over runs of bins. Either way
+ * products go into uint64 lanes in any order (the sums wrap: order does not matter), four channels are reduced
+ * together. A product is mul_epi32 of the weight sign-extended to 32 or 64 bits and the bin: both low 32-bit halves
+ * as signed, the exact int16 x uint32 product (at most 2^47 in magnitude, the portable kernel's value mod 2^64) while
+ * the bin is below 2^31; a frame with a bin at or above 2^31 runs the portable kernel. A run's last width % 4
+ * products are the portable kernel's scalar arithmetic. The weights are read on every call (they may be a model
+ * input), so the products themselves (about 13 vector instructions per 8 bins, both edges) are most of the cost.
  */
 #define mn_signal_filter_bank_u32 mn_signal_filter_bank_u32_portable
 #include "signal_filter_bank.portable.inc"
@@ -18,7 +20,9 @@
 
 #if defined(MNH_AVX2)
 typedef struct { int32_t bin, weight, width, falling; } fb_run;
-typedef struct { int32_t b, bin, weight, quads; } fb_band;
+/* a chain band: its first bin and first weight as byte offsets (the call's pointers are added; no index arithmetic
+ * per band), its two edge vectors in the plan's scratch, its quads of bins */
+typedef struct { intptr_t x, w; __m256i *e; intptr_t quads; } fb_band;
 enum { FB_CLASSES = 5 }; /* chain bands of 1, 2, 3 and 4 quads of bins, and longer ones */
 
 typedef struct {
@@ -30,7 +34,7 @@ typedef struct {
     fb_run *runs;
     fb_band *cls[FB_CLASSES];          /* chain: the bands by class */
     int32_t n_cls[FB_CLASSES];
-    __m256i *edges;                    /* chain: per band, its (rising, falling) half sums (scratch of the call) */
+    __m256i *edges;                    /* chain: per band, its rising lanes then its falling lanes (call scratch) */
 } fb_plan;
 
 static fb_plan *fb_prepare(const mn_word *args) {
@@ -39,7 +43,7 @@ static fb_plan *fb_prepare(const mn_word *args) {
     const int32_t padded = (channels + 3) / 4 * 4;
     fb_plan *p = (fb_plan *)mnh_alloc(sizeof(fb_plan) + (size_t)(padded + 1) * sizeof(int32_t) +
                                       (size_t)2 * n_bands * sizeof(fb_run) + (size_t)n_bands * sizeof(fb_band) +
-                                      (size_t)n_bands * sizeof(__m256i) + 32);
+                                      (size_t)2 * n_bands * sizeof(__m256i) + 32);
     if (!p) return NULL;
     p->bands = band, p->n_bands = n_bands, p->channels = channels, p->groups = padded / 4;
     p->first = (int32_t *)(p + 1);
@@ -72,7 +76,8 @@ static fb_plan *fb_prepare(const mn_word *args) {
         for (int32_t b = 0; p->chain && b < n_bands; b++) {
             const int32_t quads = band[4 * b + 3] / 4;
             if (quads - 1 == k || (k == FB_CLASSES - 1 && quads >= FB_CLASSES))
-                list[p->n_cls[k]++] = (fb_band){b, band[4 * b + 1], band[4 * b + 2], quads};
+                list[p->n_cls[k]++] = (fb_band){4 * (intptr_t)band[4 * b + 1], 2 * (intptr_t)band[4 * b + 2],
+                                                 p->edges + 2 * b, quads};
         }
         list += p->n_cls[k];
     }
@@ -81,8 +86,15 @@ static fb_plan *fb_prepare(const mn_word *args) {
 
 /* whether any of x[lo, hi) has its top bit set */
 static int fb_any_top(const uint32_t *x, int32_t lo, int32_t hi) {
-    __m256i any = _mm256_setzero_si256();
+    __m256i any = _mm256_setzero_si256(), a1 = any, a2 = any, a3 = any; /* four chains: no wait on one vpor */
     int32_t i = lo;
+    for (; i + 32 <= hi; i += 32) {
+        any = _mm256_or_si256(any, _mm256_loadu_si256((const __m256i *)(x + i)));
+        a1 = _mm256_or_si256(a1, _mm256_loadu_si256((const __m256i *)(x + i + 8)));
+        a2 = _mm256_or_si256(a2, _mm256_loadu_si256((const __m256i *)(x + i + 16)));
+        a3 = _mm256_or_si256(a3, _mm256_loadu_si256((const __m256i *)(x + i + 24)));
+    }
+    any = _mm256_or_si256(_mm256_or_si256(any, a1), _mm256_or_si256(a2, a3));
     for (; i + 8 <= hi; i += 8) any = _mm256_or_si256(any, _mm256_loadu_si256((const __m256i *)(x + i)));
     uint32_t top = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(any));
     for (; i < hi; i++) top |= x[i] >> 31;
@@ -98,9 +110,10 @@ static inline __m256i fb_sum4(const __m256i *acc) {
 
 /* A chain band's two edges over `quads` quads of bins: each bin read once for both; eight at a time as int32 lanes,
  * whose even lanes mul_epi32 takes as they are and odd lanes after a 64-bit shift right by 32 (the weights
- * sign-extended to int32 lanes the same way), then a last four zero-extended to 64-bit lanes. The lanes are summed
- * in pairs into *edges = (rising, falling, rising, falling), within 128-bit halves; every bin read is or-ed into
- * the returned `seen` (its bit 31 in the sign bit of a 32-bit lane: set, and the products were not the exact ones). */
+ * sign-extended to int32 lanes the same way), then a last four zero-extended to 64-bit lanes. The four rising lanes
+ * go to edges[0], the four falling ones to edges[1], as they are (no shuffle: the channels' reduction sums them);
+ * every bin read is or-ed into the returned `seen` (its bit 31 in the sign bit of a 32-bit lane: set, and the
+ * products were not the exact ones). */
 __attribute__((always_inline)) static inline __m256i fb_edges(const uint32_t *xb, const int16_t *wb,
                                                               const int16_t *ub, int32_t quads, __m256i *edges,
                                                               __m256i seen) {
@@ -124,7 +137,8 @@ __attribute__((always_inline)) static inline __m256i fb_edges(const uint32_t *xb
         f = _mm256_add_epi64(f, _mm256_mul_epi32(uv, xv));
         any = _mm256_or_si256(any, xv);
     }
-    _mm256_store_si256(edges, _mm256_add_epi64(_mm256_unpacklo_epi64(r, f), _mm256_unpackhi_epi64(r, f)));
+    _mm256_store_si256(edges, r);
+    _mm256_store_si256(edges + 1, f);
     return any;
 }
 
@@ -132,19 +146,15 @@ __attribute__((always_inline)) static inline __m256i fb_edges(const uint32_t *xb
 __attribute__((always_inline)) static inline __m256i fb_class(const fb_plan *p, int k, int32_t quads,
                                                               const uint32_t *x, const int16_t *w, const int16_t *u,
                                                               __m256i seen) {
-    const fb_band *list = p->cls[k];
-    const int32_t n = p->n_cls[k];
-    __m256i *edges = p->edges;
-    for (int32_t j = 0; j < n; j++) {
-        const fb_band bd = list[j];
-        seen = fb_edges(x + bd.bin, w + bd.weight, u + bd.weight, quads ? quads : bd.quads, edges + bd.b, seen);
-    }
+    for (const fb_band *bd = p->cls[k], *end = bd + p->n_cls[k]; bd < end; bd++)
+        seen = fb_edges((const uint32_t *)((const char *)x + bd->x), (const int16_t *)((const char *)w + bd->w),
+                        (const int16_t *)((const char *)u + bd->w), quads ? quads : (int32_t)bd->quads, bd->e, seen);
     return seen;
 }
 
 /* The usual layout (mel tables): bands 0 .. channels in order, each a whole number of quads of bins. The bands are
- * taken class by class (a fixed number of quads: straight code per band), each band's half sums kept; channel c's
- * four words are then band c's falling ones blended with band c + 1's rising ones (band 0's rising edge and band
+ * taken class by class (a fixed number of quads: straight code per band), each band's rising and falling lanes kept;
+ * channel c's four words are then band c's falling lanes plus band c + 1's rising ones (band 0's rising edge and band
  * `channels`' falling edge have no channel), four channels reduced together. 0: a bin at or above 2^31 was seen,
  * nothing written. */
 __attribute__((noinline)) static int fb_chain(const fb_plan *p, uint64_t *out, const uint32_t *x, const int16_t *w,
@@ -159,15 +169,16 @@ __attribute__((noinline)) static int fb_chain(const fb_plan *p, uint64_t *out, c
     const int32_t channels = p->channels;
     const __m256i *e = p->edges;
     int32_t c = 0;
-    for (; c + 4 <= channels; c += 4) { /* channel c: band c's falling lanes (1, 3), band c + 1's rising (0, 2) */
-        const __m256i v[4] = {_mm256_blend_epi32(e[c], e[c + 1], 0x33), _mm256_blend_epi32(e[c + 1], e[c + 2], 0x33),
-                              _mm256_blend_epi32(e[c + 2], e[c + 3], 0x33),
-                              _mm256_blend_epi32(e[c + 3], e[c + 4], 0x33)};
+    for (; c + 4 <= channels; c += 4) { /* channel c: band c's falling lanes e[2c + 1], band c + 1's rising e[2c + 2] */
+        const __m256i v[4] = {_mm256_add_epi64(e[2 * c + 1], e[2 * c + 2]),
+                              _mm256_add_epi64(e[2 * c + 3], e[2 * c + 4]),
+                              _mm256_add_epi64(e[2 * c + 5], e[2 * c + 6]),
+                              _mm256_add_epi64(e[2 * c + 7], e[2 * c + 8])};
         _mm256_storeu_si256((__m256i *)(out + c), fb_sum4(v));
     }
     for (; c < channels; c++) {
         uint64_t s[4];
-        _mm256_storeu_si256((__m256i *)s, _mm256_blend_epi32(e[c], e[c + 1], 0x33));
+        _mm256_storeu_si256((__m256i *)s, _mm256_add_epi64(e[2 * c + 1], e[2 * c + 2]));
         out[c] = s[0] + s[1] + s[2] + s[3];
     }
     return 1;
