@@ -220,8 +220,9 @@ class NativeModel:
             raise MicronnError(f"lanes is a positive integer or None, got {lanes!r}")
         source = model if isinstance(model, Model) else read(model)
         self.model = source
-        # sharing that leaves the arena's size as it is still saves copies here (aliased RESHAPEs, in-place CASTs)
-        interpreter_kw.setdefault("sharing", Sharing(ties=True))
+        # sharing that leaves the arena's size as it is still saves copies here (aliased RESHAPEs, in-place CASTs),
+        # and so do slices viewed in place at any word of a vector (the host reads every tensor unaligned)
+        interpreter_kw.setdefault("sharing", Sharing(ties=True, align=4))
         self.program = generate(Interpreter(source, **interpreter_kw), PREFIX)
         self._build = {"host_ports": host_ports, **interpreter_kw}
         self._wide: NativeModel | None = None

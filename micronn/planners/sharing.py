@@ -12,11 +12,13 @@ When an operator's input dies at that operator, its output may reuse the input's
   overwritten before it is read. A 1x1 convolution that doubles the channels then needs the output's size plus
   one input pixel instead of input plus output. A spatial PAD streams the same way (each output pixel copies
   one input pixel or the pad value).
-- **slices** (patch-based execution, ``micronn.patch``): a STRIDED_SLICE of whole rows of a batch-1 image is a
-  contiguous run of its bytes, so it can *be* those bytes (a view) even while the image stays alive. And
-  a CONCATENATION whose output's leading dimensions before the axis are all 1 lays its inputs out one
-  after another; each input that dies there can be written directly into its slot of the output, which then
-  exists (whole, as one block) from the first input's producer on and the copy moves every byte onto itself.
+- **slices** (patch-based execution, ``micronn.patch``): a STRIDED_SLICE of whole rows of a batch-1 image (or any
+  slice that is one contiguous run of its input) is a run of its bytes, so it can *be* those bytes (a view) even
+  while the image stays alive. And a CONCATENATION whose output's leading dimensions before the axis are all 1 lays
+  its inputs out one after another; each activation input that dies there can be written directly into its slot of
+  the output, which then exists (whole, as one block) from the first input's producer on and the copy moves every
+  byte onto itself (constant inputs are copied into their slots as usual). Views and slots start at multiples of
+  ``Sharing.align`` bytes into their tensor (TFLM's 16 unless asked otherwise).
   Patch-based execution joins its stripes this way, so only one stripe's intermediates are alive besides the
   joined output. The joined output is then also placed over the image the stripes slice, as low as no stripe
   overwrites rows a later stripe still reads (the stream gap of a whole run of operators).
@@ -44,6 +46,7 @@ ALIAS_OPS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
 UNARY_OPS = frozenset({
     "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH", "ELU", "LOGISTIC", "TANH", "ABS", "NEG", "SQRT",
     "RSQRT", "EXP", "LOG", "SQUARE", "FLOOR", "CEIL", "ROUND", "QUANTIZE", "DEQUANTIZE", "CAST", "LOGICAL_NOT",
+    "SignalWindow",  # (the signal library's: its other input is the constant window)
 })
 BINARY_OPS = frozenset({
     "ADD", "SUB", "MUL", "DIV", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "LOGICAL_AND", "LOGICAL_OR",
@@ -77,6 +80,10 @@ class Sharing:
     # RESHAPEs and in-place CASTs copy nothing). Off by default: the plan then stays the unshared one, which
     # micronn's figures and exports use; NativeModel turns it on, where each avoided copy is time
     ties: bool = False
+    # bytes a slice view or a concatenation slot must be aligned to inside its tensor: TFLM's 16 by default (every
+    # tensor of a device plan starts aligned as in TFLM's arena); NativeModel takes 4 (whole words and elements),
+    # which lets the slice of a vector at any word be a view (audio_preprocessor's spectrum: 20 bytes in)
+    align: int = ALIGN
 
     @classmethod
     def none(cls) -> Sharing:
@@ -188,36 +195,42 @@ def candidates(sg: Subgraph, requests: list[Request], sharing: Sharing,
     return out
 
 
-def _row_view(sg: Subgraph, op: Operator) -> int | None:
-    """Byte offset of a STRIDED_SLICE's output in its input when it keeps whole rows of a batch-1 image (contiguous
-    bytes); None for any other slice."""
+def _slice_view(sg: Subgraph, op: Operator) -> int | None:
+    """Byte offset of a STRIDED_SLICE's output in its input when the output is one contiguous run of the input's
+    bytes (whole rows of a batch-1 image, a run of a vector, ...); None for any other slice."""
     if op.op != "STRIDED_SLICE" or op.custom or len(op.inputs) != 4 or len(op.outputs) != 1 or min(op.inputs) < 0:
         return None
     x, y = sg.tensors[op.inputs[0]], sg.tensors[op.outputs[0]]
     b, e, st = (sg.tensors[i].data for i in op.inputs[1:])
     o = op.options
-    if (b is None or e is None or st is None or len(x.shape) != 4 or x.shape[0] != 1 or x.dtype != y.dtype
-            or o is None or o.begin_mask or o.end_mask or o.shrink_axis_mask or o.ellipsis_mask or o.new_axis_mask):
+    rank = len(x.shape)
+    if (b is None or e is None or st is None or not rank or x.dtype != y.dtype or o is None or o.begin_mask
+            or o.end_mask or o.shrink_axis_mask or o.ellipsis_mask or o.new_axis_mask):
         return None
     b, e, st = (np.asarray(v).reshape(-1).astype(np.int64) for v in (b, e, st))
-    if b.size != 4 or e.size != 4 or st.size != 4 or (st != 1).any() or b[[0, 2, 3]].any() or b[1] < 0:
+    if b.size != rank or e.size != rank or st.size != rank or (st != 1).any() or (b < 0).any():
         return None
-    if tuple(e) != (1, e[1], x.shape[2], x.shape[3]) or not b[1] < e[1] <= x.shape[1]:
+    e = np.minimum(e, x.shape)
+    if (e <= b).any() or tuple(y.shape) != tuple(int(v) for v in e - b):
         return None
-    if tuple(y.shape) != (1, int(e[1] - b[1]), x.shape[2], x.shape[3]):
+    # contiguous: one index on every axis before some axis k, any run on k, whole axes after it
+    partial = [a for a in range(rank) if b[a] or e[a] != x.shape[a]]
+    k = partial[-1] if partial else 0
+    if any(e[a] - b[a] != 1 for a in range(k)):
         return None
-    return int(b[1]) * x.shape[2] * x.shape[3] * x.dtype.itemsize
+    strides = [int(np.prod(x.shape[a + 1:], dtype=np.int64)) * x.dtype.itemsize for a in range(rank)]
+    return int(sum(int(b[a]) * strides[a] for a in range(rank)))
 
 
 def view_candidates(sg: Subgraph, requests: list[Request], sharing: Sharing) -> list[tuple[int, int, int]]:
-    """(input, output, -offset) for every row slice whose output may be a view of its (still live) input."""
+    """(input, output, -offset) for every contiguous slice whose output may be a view of its (still live) input."""
     if not sharing.slices:
         return []
     by_tensor = {r.tensor: r for r in requests if r.tensor is not None and not r.members}
     out = []
     for op in sg.operators:
-        off = _row_view(sg, op)
-        if off is None or off % ALIGN:
+        off = _slice_view(sg, op)
+        if off is None or off % max(sharing.align, sg.tensors[op.inputs[0]].dtype.itemsize):
             continue
         x, y = op.inputs[0], op.outputs[0]
         rx, ry = by_tensor.get(x), by_tensor.get(y)
@@ -230,11 +243,12 @@ Concat = tuple[int, tuple[tuple[int, int], ...]]  # (output, ((input, byte offse
 
 
 def concat_candidates(sg: Subgraph, requests: list[Request], sharing: Sharing) -> list[Concat]:
-    """Every CONCATENATION whose inputs may be written straight into their slot of its output.
+    """Every CONCATENATION whose activation inputs may be written straight into their slot of its output.
 
-    The inputs must die at the concatenation, lie one after another in the output (every dimension before the axis
-    is 1) at 16-byte aligned offsets, and be distinct activations; the copy then moves each byte onto itself, so the
-    kernel's order of reads and writes does not matter.
+    The activations must die at the concatenation, lie one after another in the output (every dimension before the
+    axis is 1) at offsets aligned to ``sharing.align`` and their element size, and be distinct; the copy then moves
+    each of their bytes onto itself, so the kernel's order of reads and writes does not matter. Constant inputs keep
+    their slots and are copied there by the kernel as usual.
     """
     if not sharing.slices:
         return []
@@ -252,23 +266,31 @@ def concat_candidates(sg: Subgraph, requests: list[Request], sharing: Sharing) -
             continue
         parts, off = [], 0
         for i in op.inputs:
-            r = by_tensor.get(i)
             t = sg.tensors[i] if i >= 0 else None
-            if (r is None or t is None or t.dtype != y.dtype or i in sg.outputs or i in sg.inputs or r.last != time
-                    or off % ALIGN):
+            if t is None or t.dtype != y.dtype:
                 break
-            parts.append((i, off))
+            if not t.is_constant:
+                r = by_tensor.get(i)
+                if (r is None or i in sg.outputs or i in sg.inputs or r.last != time
+                        or off % max(sharing.align, t.dtype.itemsize)):
+                    break
+                parts.append((i, off))
             off += t.nbytes
         else:
-            if off == y.nbytes and by_tensor[y.index].first == time:
+            if parts and off == y.nbytes and by_tensor[y.index].first == time:
                 out.append((y.index, tuple(parts)))
     return out
 
 
 def _join_concat(groups: list[dict[int, int]], group_of: dict[int, int], by_tensor: dict[int, Request],
-                 cand: Concat) -> None:
+                 cand: Concat, loose: bool = False) -> None:
     """Place a concatenation's inputs (with the groups they already belong to) in their slots of its output, unless a
-    tensor would then collide with another member alive at the same time."""
+    tensor would then collide with another member alive at the same time.
+
+    A group's own members already fit each other, though some overlap by design (an in-place pair at its operator, a
+    view and the tensor it views); only ``loose`` (``Sharing.ties``) lets such a group join. Strictly, it stays
+    apart: the quick plans that choose sharings misjudge those joins on patched graphs (person_detect's four
+    stripes of operators 0..3 then plan 27,648 B of head instead of 24,384 B)."""
     y, parts = cand
     if y in group_of:
         return
@@ -286,6 +308,8 @@ def _join_concat(groups: list[dict[int, int]], group_of: dict[int, int], by_tens
             rt = by_tensor[t]
             for u, urel in joined.items():
                 if (u == y and t in slots) or (t == y and u in slots):
+                    continue
+                if loose and u in g:
                     continue
                 ru = by_tensor[u]
                 if rt.overlaps(ru) and rel < urel + ru.size and urel < rel + rt.size:
@@ -307,7 +331,7 @@ def stream_candidates(sg: Subgraph, concats: list[Concat]) -> list[tuple[int, in
     for y, parts in concats:
         at = producers[y]
         sliced = {sg.operators[c].inputs[0] for p, _ in parts for c in _ancestors(sg, producers, p)
-                  if _row_view(sg, sg.operators[c]) is not None}
+                  if _slice_view(sg, sg.operators[c]) is not None}
         for x in sliced:
             if x not in sg.outputs and max(consumers.get(x, [at])) < at:
                 out.append((x, y))
@@ -346,7 +370,7 @@ def _join_stream(groups: list[dict[int, int]], group_of: dict[int, int], by_tens
     lo_y = min(gy.values())
     hi_y = max(r + by_tensor[t].size for t, r in gy.items())
     # the extent is piecewise linear in d: its minimum lies where a forbidden interval ends or the blocks line up
-    # (every offset and size in a group is a multiple of ALIGN, so these are too)
+    # (shifts stay multiples of ALIGN, so a group's views and slots keep their alignment)
     tries = {d for iv in bad for d in iv} | {lo_x - lo_y, hi_x - hi_y}
     best = None
     for d in sorted(tries):
@@ -367,7 +391,7 @@ def _join_stream(groups: list[dict[int, int]], group_of: dict[int, int], by_tens
 
 
 def merge(requests: list[Request], pairs: list[tuple[int, int, int]], concats: list[Concat] = (),
-          streams: list[tuple[int, int]] = (), views: list[tuple[int, int, int]] = ()
+          streams: list[tuple[int, int]] = (), views: list[tuple[int, int, int]] = (), loose: bool = False
           ) -> tuple[list[Request], list[list[int]]]:
     """Requests with each accepted (input, output, gap) pair's tensors placed rigidly in one compound request.
 
@@ -385,7 +409,7 @@ def merge(requests: list[Request], pairs: list[tuple[int, int, int]], concats: l
     items = [(x, y, gap, True) for x, y, gap in views] + [(x, y, gap, False) for x, y, gap in pairs]
     for x, y, gap, view in sorted(items, key=lambda p: by_tensor[p[1]].first):
         while joins and by_tensor[joins[0][0]].first <= by_tensor[y].first:
-            _join_concat(groups, group_of, by_tensor, joins.pop(0))
+            _join_concat(groups, group_of, by_tensor, joins.pop(0), loose)
         if y in group_of:
             continue
         if x not in group_of:
@@ -401,7 +425,7 @@ def merge(requests: list[Request], pairs: list[tuple[int, int, int]], concats: l
             if view:
                 free.add(y)
     for c in joins:
-        _join_concat(groups, group_of, by_tensor, c)
+        _join_concat(groups, group_of, by_tensor, c, loose)
     for x, y in streams:
         _join_stream(groups, group_of, by_tensor, x, y)
     grouped = [g for g in groups if len(g) > 1]
@@ -449,23 +473,28 @@ def share(sg: Subgraph, requests: list[Request], sharing: Sharing,
     concats = concat_candidates(sg, requests, sharing)
     views = view_candidates(sg, requests, sharing)
     pairs = candidates(sg, requests, sharing, may_share)
-    # patch-based execution's joins first: they are few, and what the other sharings of their inputs must fit around
-    joins = [("concat", c) for c in concats] + [("view", p) for p in views]
+    # patch-based execution's joins first: they are few, and what the other sharings of their inputs must fit around.
+    # A slice that goes straight into a concatenation's slot helps only together with that join (the join alone
+    # leaves the slice's copy where the view alone leaves the concatenation's), so each such pair is also one try
+    fed = [("bundle", [("concat", c), *(("view", v) for v in views if v[1] in dict(c[1]))]) for c in concats
+           if any(v[1] in dict(c[1]) for v in views)]
+    joins = fed + [("concat", c) for c in concats] + [("view", p) for p in views]
     joins += [("stream", c) for c in stream_candidates(sg, concats)]
-    best, chosen = _greedy(requests, joins + [("pair", p) for p in pairs], trials)
+    loose = sharing.ties
+    best, chosen = _greedy(requests, joins + [("pair", p) for p in pairs], trials, loose)
     if joins:  # a patched graph: many small stripe tensors, so also try the biggest sharings first
         size = {r.tensor: r.size for r in requests if r.tensor is not None}
         big = sorted(pairs, key=lambda p: -(min(size[p[0]], size[p[1]]) - p[2]))
-        other = _greedy(requests, joins + [("pair", p) for p in big], trials)
+        other = _greedy(requests, joins + [("pair", p) for p in big], trials, loose)
         best, chosen = min((best, chosen), other, key=lambda bc: bc[0])
         if len(concats) > 1:
             # several patched stages: one stage's views, join and stream help only together (each alone can widen
             # a quick greedy plan where another stage still peaks), so also offer each stage's joins as one
             stages = stage_bundles(sg, concats, views, stream_candidates(sg, concats))
             for order in (pairs, big):
-                other = _greedy(requests, stages + joins + [("pair", p) for p in order], trials)
+                other = _greedy(requests, stages + joins + [("pair", p) for p in order], trials, loose)
                 best, chosen = min((best, chosen), other, key=lambda bc: bc[0])
-    return merge(requests, *chosen)
+    return merge(requests, *chosen, loose=loose)
 
 
 def stage_bundles(sg: Subgraph, concats: list[Concat], views: list[tuple[int, int, int]],
@@ -487,7 +516,8 @@ def stage_bundles(sg: Subgraph, concats: list[Concat], views: list[tuple[int, in
     return out
 
 
-def _greedy(requests: list[Request], tries: list[tuple[str, Any]], trials: int) -> tuple[tuple[int, int], tuple]:
+def _greedy(requests: list[Request], tries: list[tuple[str, Any]], trials: int, loose: bool = False
+            ) -> tuple[tuple[int, int], tuple]:
     """Accept each candidate (in order, at most ``trials``) that lowers the quick score; returns the score and the
     accepted (pairs, concats, streams, views). A ``("bundle", [(kind, candidate), ...])`` is tried as one."""
     chosen: tuple = ([], [], [], [])
@@ -498,7 +528,7 @@ def _greedy(requests: list[Request], tries: list[tuple[str, Any]], trials: int) 
         trial_set = tuple(c + [x for k, x in items if k == name and x not in c] for name, c in zip(kinds, chosen))
         if trial_set == chosen:
             continue
-        score = _score(merge(requests, *trial_set)[0])
+        score = _score(merge(requests, *trial_set, loose=loose)[0])
         if score < best:
             best, chosen = score, trial_set
     return best, chosen

@@ -134,3 +134,67 @@ def test_rom_keeps_per_channel_constants_out_of_the_arena() -> None:
     rom.invoke()
     want = run_tflm(data, xs)
     assert [rom.output(i).tobytes() for i in range(len(want))] == [o.tobytes() for o in want]
+
+
+def _masked_spectrum() -> bytes:
+    """x -> MUL -> slice [5:40] -> CONCATENATION(constant, slice, constant) -> ADD: audio_preprocessor's masking of
+    the energy spectrum's ends, on int32 (the slot 20 bytes into the output: word-aligned only)."""
+    from micronn.testing import Graph, Op, graph_model
+
+    tensors = {
+        "x": T((64,), "int32"), "two": T((), "int32", data=2), "t": T((64,), "int32"),
+        "b": T((1,), "int32", data=[5]), "e": T((1,), "int32", data=[40]), "one": T((1,), "int32", data=[1]),
+        "s": T((35,), "int32"), "head": T((5,), "int32", data=[7, -7, 70, -70, 0]),
+        "tail": T((24,), "int32", data=np.arange(24) - 12), "y": T((64,), "int32"), "out": T((64,), "int32"),
+    }
+    ops = [Op("MUL", ["x", "two"], ["t"]), Op("STRIDED_SLICE", ["t", "b", "e", "one"], ["s"]),
+           Op("CONCATENATION", ["head", "s", "tail"], ["y"], {"axis": 0}), Op("ADD", ["y", "two"], ["out"])]
+    return graph_model(Graph(tensors, ops, ["x"], ["out"]))
+
+
+def test_a_slice_into_a_concatenation_slot_copies_nothing() -> None:
+    """A contiguous slice of a vector is a view of its bytes and the concatenation takes it in its slot (its constant
+    parts copied as usual): no slice kernel, no copy of the slice, and the same bytes as TFLM and as without."""
+    from micronn.export.native import NativeModel
+    from micronn.micro import lower
+
+    model = _masked_spectrum()
+    sg = read(model).main
+    t, s, y = sg.operators[1].inputs[0], sg.operators[1].outputs[0], sg.operators[2].outputs[0]
+    xs = [np.random.default_rng(3).integers(-2**20, 2**20, (64,), dtype=np.int32)]
+    want = run_tflm(model, xs)[0]
+    joined = Interpreter(model, sharing=Sharing(ties=True, align=4))
+    joined.allocate_tensors()
+    assert any({t, s, y} <= set(g) for g in joined.shared_groups)
+    assert np.shares_memory(joined.view(t), joined.view(s)) and np.shares_memory(joined.view(s), joined.view(y))
+    assert "mn_strided_slice" not in [task.symbol for task in lower.lower_model(joined)]
+    apart = Interpreter(model, sharing=Sharing(ties=True, slices=False))
+    aligned = Interpreter(model, sharing=Sharing(ties=True))  # TFLM's 16-byte alignment: 20 bytes in is no view
+    aligned.allocate_tensors()
+    assert not any({t, s} <= set(g) for g in aligned.shared_groups)
+    for it in (joined, apart):
+        it.set_input(xs[0])
+        it.invoke()
+        assert it.get_output(0).tobytes() == want.tobytes()
+    for host_ports in (True, False):
+        native = NativeModel(model, host_ports=host_ports)  # (plans with Sharing(ties=True, align=4))
+        assert "mn_strided_slice(" not in native.program.files["mn_native.c"]
+        assert native.run(xs)[0].tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(("shape", "begin", "end", "offset"), [
+    ((64,), [4], [40], 16), ((3, 8), [1, 0], [3, 8], 32), ((3, 8), [1, 2], [2, 6], 40), ((3, 8), [0, 2], [2, 6], None),
+    ((2, 3, 4), [1, 1, 0], [2, 3, 4], 64), ((2, 3, 4), [0, 1, 0], [2, 2, 4], None), ((64,), [4], [99], 16),
+])
+def test_contiguous_slices_are_views(shape: tuple[int, ...], begin: list[int], end: list[int],
+                                     offset: int | None) -> None:
+    from micronn.planners.sharing import _slice_view
+    from micronn.tflite import schema
+
+    stop = np.minimum(end, shape)
+    out = tuple(int(v) for v in stop - np.array(begin))
+    n = len(shape)
+    m = read(op_model("STRIDED_SLICE", [T(shape, "int32"), T((n,), "int32", data=begin), T((n,), "int32", data=end),
+                                        T((n,), "int32", data=[1] * n)], [T(out, "int32")],
+                      schema.options("STRIDED_SLICE")))
+    assert _slice_view(m.main, m.main.operators[0]) == offset

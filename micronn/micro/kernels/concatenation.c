@@ -10,7 +10,8 @@ void mn_concatenation(const mn_word *args) {
     for (int r = 0; r < outer; r++)
         for (int i = 0; i < count; i++) {
             const size_t bytes = (size_t)args[INPUTS + 2 * i + 1];
-            memcpy(o, (const uint8_t *)args[INPUTS + 2 * i] + r * bytes, bytes);
+            const uint8_t *x = (const uint8_t *)args[INPUTS + 2 * i] + r * bytes;
+            if (x != o) memcpy(o, x, bytes);
             o += bytes;
         }
 }
