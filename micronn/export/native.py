@@ -53,13 +53,14 @@ MAX_LANES, LANE_ARENA, LANE_MACS = 64, 192 << 10, 1 << 20
 # Host ports of the hot kernels (x86-64 AVX2), each named as the portable kernel file it stands in for
 HOST_PORTS = lower.include_dir() / "host"
 
-# The batch loop, compiled beside the generated model: n samples of stacked inputs through one model, each input
-# copied into the arena, one invoke, each output copied out. Stops at the first invoke that reports a failure
-# (a non-zero status) and returns how many samples completed; *status holds the failing status. The sizes are the
-# generated header's constants (in_bytes / out_bytes, the same values, are the caller's bookkeeping), so each copy
-# compiles to a few moves; a model whose init does nothing (no variable tensors) skips the call per sample. A model
-# whose every variable tensor is an SVDF's state, with the SVDF host port (MN_BATCH_EPOCH 1: _svdf_epoch), resets by
-# bumping mnh_svdf_epoch instead (host/svdf.c: each call site then takes its state as init's without reading it);
+# The batch loop, compiled beside the generated model: n samples of stacked inputs through one model, each input copied
+# into the arena (or, for an input the generated model can bind, its readers pointed at the sample's bytes:
+# {PREFIX}_bind_input, put back when the loop ends), one invoke, each output copied out. Stops at the first invoke that
+# reports a failure (a non-zero status) and returns how many samples completed; *status holds the failing status. The
+# sizes are the generated header's constants (in_bytes / out_bytes, the same values, are the caller's bookkeeping), so
+# each copy compiles to a few moves; a model whose init does nothing (no variable tensors) skips the call per sample. A
+# model whose every variable tensor is an SVDF's state, with the SVDF host port (MN_BATCH_EPOCH 1: _svdf_epoch), resets
+# by bumping mnh_svdf_epoch instead (host/svdf.c: each call site then takes its state as init's without reading it);
 # {PREFIX}_batch_reset (NativeModel.reset) is init and the bump, so the ports never see a stale epoch after an init.
 BATCH_C = f"""/* {PREFIX}_batch.c: written by micronn (export/native.py), not part of the firmware. */
 #include <stdint.h>
@@ -80,9 +81,7 @@ int32_t {PREFIX}_batch_reset(void) {{
     return s;
 }}
 
-int32_t {PREFIX}_batch(int32_t n, int32_t reset, const uint8_t *const *in, const size_t *in_bytes,
-                       uint8_t *const *out, const size_t *out_bytes, int32_t *status) {{
-    (void)in_bytes, (void)out_bytes;
+static int32_t batch_loop(int32_t n, int32_t reset, const uint8_t *const *in, uint8_t *const *out, int32_t *status) {{
 @DECLS@
     *status = 0;
     for (int32_t k = 0; k < n; k++) {{
@@ -103,23 +102,36 @@ int32_t {PREFIX}_batch(int32_t n, int32_t reset, const uint8_t *const *in, const
     }}
     return n;
 }}
+
+int32_t {PREFIX}_batch(int32_t n, int32_t reset, const uint8_t *const *in, const size_t *in_bytes,
+                       uint8_t *const *out, const size_t *out_bytes, int32_t *status) {{
+    (void)in_bytes, (void)out_bytes;
+    const int32_t done = batch_loop(n, reset, in, out, status);
+@UNBIND@
+    return done;
+}}
 """
 
 
-def batch_c(n_inputs: int, n_outputs: int, stateless: bool, epoch: bool = False) -> str:
-    """BATCH_C for a model of ``n_inputs`` inputs and ``n_outputs`` outputs (sizes from the generated header);
+def batch_c(n_inputs: int, n_outputs: int, stateless: bool, epoch: bool = False, bound: Sequence[int] = ()) -> str:
+    """BATCH_C for a model of ``n_inputs`` inputs and ``n_outputs`` outputs (sizes from the generated header; ``bound``:
+    the inputs bound instead of copied);
     ``stateless``: its init does nothing, so no call per sample; ``epoch``: resets by the SVDF ports' epoch
     (``_svdf_epoch``)."""
     up = PREFIX.upper()
     decls = [f"    enum {{ STATELESS = {int(stateless)} }};"]
-    decls += [f"    uint8_t *const in_at{i} = (uint8_t *){PREFIX}_input({i});" for i in range(n_inputs)]
+    decls += [f"    uint8_t *const in_at{i} = (uint8_t *){PREFIX}_input({i});"
+              for i in range(n_inputs) if i not in bound]
     decls += [f"    const uint8_t *const out_at{j} = (const uint8_t *){PREFIX}_output({j});" for j in range(n_outputs)]
-    copy_in = [f"        memcpy(in_at{i}, in[{i}] + (size_t)k * {up}_INPUT_{i}_BYTES, {up}_INPUT_{i}_BYTES);"
+    copy_in = [f"        {PREFIX}_bind_input({i}, in[{i}] + (size_t)k * {up}_INPUT_{i}_BYTES);" if i in bound else
+               f"        memcpy(in_at{i}, in[{i}] + (size_t)k * {up}_INPUT_{i}_BYTES, {up}_INPUT_{i}_BYTES);"
                for i in range(n_inputs)]
+    unbind = [f"    {PREFIX}_bind_input({i}, NULL);" for i in bound]
     copy_out = [f"        memcpy(out[{j}] + (size_t)k * {up}_OUTPUT_{j}_BYTES, out_at{j}, {up}_OUTPUT_{j}_BYTES);"
                 for j in range(n_outputs)]
     return (BATCH_C.replace("@EPOCH@", str(int(epoch))).replace("@DECLS@", "\n".join(decls))
-            .replace("@COPY_IN@", "\n".join(copy_in)).replace("@COPY_OUT@", "\n".join(copy_out)))
+            .replace("@COPY_IN@", "\n".join(copy_in)).replace("@COPY_OUT@", "\n".join(copy_out))
+            .replace("@UNBIND@", "\n".join(unbind)))
 
 
 def _stateless(model_c: str) -> bool:
@@ -223,7 +235,7 @@ class NativeModel:
         # sharing that leaves the arena's size as it is still saves copies here (aliased RESHAPEs, in-place CASTs),
         # and so do slices viewed in place at any word of a vector (the host reads every tensor unaligned)
         interpreter_kw.setdefault("sharing", Sharing(ties=True, align=4))
-        self.program = generate(Interpreter(source, **interpreter_kw), PREFIX)
+        self.program = generate(Interpreter(source, **interpreter_kw), PREFIX, fuse=True, bind_inputs=True)
         self._build = {"host_ports": host_ports, **interpreter_kw}
         self._wide: NativeModel | None = None
         self.why_one_lane = lanes_reason(source)
@@ -239,7 +251,8 @@ class NativeModel:
             files = with_host_ports(files)
         files[f"{PREFIX}_batch.c"] = batch_c(len(self.program.inputs), len(self.program.outputs),
                                              _stateless(files[f"{PREFIX}.c"]),
-                                             _svdf_epoch(source, self.program.variables, files))
+                                             _svdf_epoch(source, self.program.variables, files),
+                                             self.program.bound_inputs)
         self._load(_library(files))
 
     def clone(self) -> NativeModel:

@@ -572,8 +572,9 @@ def lower(interp: Any, op_index: int) -> list[Task]:
     return _lower(interp, op_index, _placements(interp))
 
 
-def lower_model(interp: Any) -> list[Task]:
-    """The tasks of every operator of the main subgraph, in order; every unsupported (op, type) reported at once."""
+def lower_model(interp: Any, fuse: bool = False) -> list[Task]:
+    """The tasks of every operator of the main subgraph, in order; every unsupported (op, type) reported at once.
+    ``fuse``: runs of int32 elementwise operators become one task each (``fuse_chains``)."""
     interp._ensure()
     places, tasks, missing = _placements(interp), [], []
     for i in range(len(interp._nodes)):
@@ -583,4 +584,86 @@ def lower_model(interp: Any) -> list[Task]:
             missing += e.pairs
     if missing:
         raise UnsupportedError(missing)
-    return tasks
+    return fuse_chains(interp, tasks, places) if fuse else tasks
+
+
+# ---- fused int32 elementwise chains (kernels/chain_s32.c) -------------------------------------------------------
+
+CHAIN_STEPS = {"ADD": 0, "SUB": 1, "MUL": 2, "DIV": 3, "MINIMUM": 4, "MAXIMUM": 5}
+INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
+
+
+def _chain_step(interp: Any, task: Task) -> tuple[int, int, int, int, int] | None:
+    """(chain input tensor, code, constant, lo, hi) of an int32 ADD/SUB/MUL/DIV/MINIMUM/MAXIMUM task whose other
+    operand is a one-element constant (second for SUB and DIV; a DIV by neither 0 nor -1, which cannot fail); for a
+    CAST between integer types (int32 at one end at least), (input, -1, 0, 0, 0); else None."""
+    g = interp.model.main
+    op = g.operators[task.op]
+    if len(op.outputs) != 1 or op.custom:
+        return None
+    y = g.tensors[op.outputs[0]]
+    if op.op == "CAST" and task.symbol == "mn_cast" and len(op.inputs) == 1:
+        x = g.tensors[op.inputs[0]]
+        types = {x.dtype.name, y.dtype.name}
+        ok = types <= set(INT_TYPES) | {"uint32"} and ("int32" in types or "uint32" in types)
+        return (op.inputs[0], -1, 0, 0, 0) if ok and not x.is_constant and tuple(x.shape) == tuple(y.shape) else None
+    code = CHAIN_STEPS.get(op.op)
+    if code is None or task.symbol != f"mn_{op.op.lower()}_s32" or len(op.inputs) != 2 or y.dtype.name != "int32":
+        return None
+    a, b = (g.tensors[i] if i >= 0 else None for i in op.inputs)
+    if a is None or b is None:
+        return None
+    if not b.is_constant and a.is_constant and op.op not in ("SUB", "DIV"):
+        a, b = b, a
+    if (a.is_constant or not b.is_constant or b.dtype.name != "int32" or np.asarray(b.data).size != 1
+            or tuple(a.shape) != tuple(y.shape)):
+        return None
+    c = int(np.asarray(b.data).reshape(-1)[0])
+    if op.op == "DIV" and c in (0, -1):
+        return None
+    lo, hi = (int(task.args[3]), int(task.args[4])) if code <= 3 else INT32_RANGE
+    return a.index, code, c, lo, hi
+
+
+def fuse_chains(interp: Any, tasks: list[Task], places: dict[int, tuple[int, int]]) -> list[Task]:
+    """Each run of two or more tasks of ``_chain_step`` operators, each reading the one before's output (read by
+    nothing else and not a model output), as one ``mn_chain_s32`` task: element by element in registers instead of
+    one pass per operator over the arena (audio_preprocessor's tail: CAST, MUL, ADD, DIV, ADD, MINIMUM, MAXIMUM,
+    CAST on 40 values). A CAST may only open or close a run. The run's output must lie at or below its input with
+    elements no wider, or apart from it, so that writing element i never reaches an unread one."""
+    g = interp.model.main
+    consumers = g.consumers()
+    steps = [_chain_step(interp, t) for t in tasks]
+    out: list[Task] = []
+    i = 0
+    while i < len(tasks):
+        j = i
+        while (j + 1 < len(tasks) and steps[j] is not None and steps[j + 1] is not None
+               and (steps[j][1] >= 0 or j == i) and steps[j + 1][0] == g.operators[tasks[j].op].outputs[0]
+               and consumers.get(steps[j + 1][0]) == [tasks[j + 1].op] and steps[j + 1][0] not in g.outputs):
+            j += 1
+            if steps[j][1] < 0:  # a CAST closes the run
+                break
+        run = tasks[i:j + 1]
+        if len(run) < 2 or not _chain_placed(g, places, steps[i][0], g.operators[run[-1].op].outputs[0]):
+            out.append(tasks[i])
+            i += 1
+            continue
+        x, y = g.tensors[steps[i][0]], g.tensors[g.operators[run[-1].op].outputs[0]]
+        words = [w for k in range(i, j + 1) if steps[k][1] >= 0 for w in steps[k][1:]]
+        count = int(np.prod(x.shape, dtype=np.int64))
+        out.append(Task("mn_chain_s32", [TensorRef(0, y.index), TensorRef(0, x.index), count,
+                                         _int_type(x), _int_type(y), len(words) // 4, *words], run[-1].op))
+        i = j + 1
+    return out
+
+
+def _int_type(t: Any) -> int:
+    return INT_TYPES.get(t.dtype.name, 3)  # uint32 is read and written as its int32 bits
+
+
+def _chain_placed(g: Any, places: dict[int, tuple[int, int]], x: int, y: int) -> bool:
+    px, py = places.get(x), places.get(y)
+    if px is None or py is None or px[0] >= py[0] + py[1] or py[0] >= px[0] + px[1]:
+        return True
+    return py[0] <= px[0] and g.tensors[y].dtype.itemsize <= g.tensors[x].dtype.itemsize

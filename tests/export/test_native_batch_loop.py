@@ -10,7 +10,7 @@ import numpy as np
 
 import micronn
 from micronn.export import NativeModel
-from micronn.export.native import PREFIX, _stateless
+from micronn.export.native import PREFIX, _stateless, batch_c
 
 MODELS = Path(micronn.__file__).parent / "models"
 
@@ -45,3 +45,31 @@ def test_read_only_and_empty_chunks() -> None:
     assert (done, status) == (7, 0) and [g.tobytes() for g in got] == [w.tobytes() for w in want]
     outs, done, status = native.run_chunk([x[:0] for x in xs])
     assert (done, status) == (0, 0) and [o.shape[0] for o in outs] == [0]
+
+
+def test_bound_inputs_are_read_in_place_and_put_back() -> None:
+    """An input whose every reader has its address in an argument word is not copied in: the batch loop points those
+    words at each sample (``{PREFIX}_bind_input``) and back at the arena afterwards, so a later single invoke reads
+    what ``set_input`` wrote. An input read through a view of its bytes (no kernel call) is copied as before."""
+    from micronn.testing import Graph, Op, T, graph_model
+
+    native = NativeModel(MODELS / "hello_world_int8.tflite")
+    assert native.program.bound_inputs == [0]
+    assert f"{PREFIX}_bind_input(0, in[0]" in batch_c(1, 1, True, bound=native.program.bound_inputs)
+    xs = _samples(native, 9, seed=2)
+    outs, done, _ = native.run_chunk(xs)
+    for k in (0, 8):  # one sample at a time through the arena, after the loop put the words back
+        assert native.run([xs[0][k]])[0].tobytes() == outs[0][k].tobytes()
+    again, _, _ = native.run_chunk([x[::-1].copy() for x in xs])
+    assert again[0].tobytes() == outs[0][::-1].tobytes()
+
+    tensors = {"x": T((1, 4, 3, 8), "int8", 0.5, 1), "b": T((4,), "int32", data=[0, 1, 0, 0]),
+               "e": T((4,), "int32", data=[1, 3, 3, 8]), "s": T((4,), "int32", data=[1, 1, 1, 1]),
+               "y": T((1, 2, 3, 8), "int8", 0.5, 1), "z": T((1, 2, 3, 8), "int8", 0.25, -3)}
+    viewed = graph_model(Graph(tensors, [Op("STRIDED_SLICE", ["x", "b", "e", "s"], ["y"]), Op("RELU", ["y"], ["z"])],
+                               ["x"], ["z"]))
+    sliced = NativeModel(viewed)
+    assert sliced.program.bound_inputs == [] and "mn_strided_slice(" not in sliced.program.files[f"{PREFIX}.c"]
+    xs = [np.random.default_rng(3).integers(-128, 128, (5, 1, 4, 3, 8)).astype(np.int8)]
+    outs, done, _ = sliced.run_chunk(xs)
+    assert done == 5 and [sliced.run([x])[0].tobytes() for x in xs[0]] == [o.tobytes() for o in outs[0]]

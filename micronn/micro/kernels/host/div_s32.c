@@ -1,8 +1,8 @@
 /* DIV int32, the host port (x86-64 with AVX2) of kernels/div_s32.c, same symbol, same argument words.
  *
  * A contiguous row divided by one broadcast divisor d (the common case: a scalar divisor), d neither 0 nor -1,
- * goes eight lanes at a time through a multiplication by a magic number, computed per row from d's value (it may
- * be a model input). With n = |a| and v = |d| as uint32 (n in [0, 2^31], v in [1, 2^31]), l = ceil(log2 v) and
+ * goes eight lanes at a time through a multiplication by a magic number (mnh_magic_of in mn_host.h, also used by
+ * the fused chains of host/chain_s32.c), computed per row from d's value (it may be a model input). With n = |a| and v = |d| as uint32 (n in [0, 2^31], v in [1, 2^31]), l = ceil(log2 v) and
  * m = ceil(2^(31+l) / v): m v = 2^(31+l) + e with 0 <= e < v <= 2^l, and 2^31 <= m < 2^32 (m = 2^31 when v is a
  * power of two; otherwise v >= 2^(l-1) + 1 keeps 2^(31+l) / v more than 1 below 2^32). Then
  * floor(n m / 2^(31+l)) = floor(n / v) for every n in [0, 2^31]: with n = q v + r, 0 <= r < v,
@@ -41,24 +41,6 @@ static inline __m256i div_vec(__m256i a, __m256i b, const mn_word *args) {
 }
 MNH_ROWS_S32(div_double, div_rows, div_vec)
 
-/* C's a / d in eight lanes for one divisor d (not 0 or -1): m and the shift 31 + l as above, for v = |d| */
-typedef struct { __m256i m, d; __m128i shift; } div_magic;
-
-static inline div_magic magic_of(int32_t d) {
-    const uint32_t v = d < 0 ? 0u - (uint32_t)d : (uint32_t)d;
-    const int l = v == 1 ? 0 : 32 - __builtin_clz(v - 1);
-    const uint64_t m = (((uint64_t)1 << (31 + l)) + v - 1) / v;
-    div_magic g;
-    g.m = _mm256_set1_epi32((int32_t)(uint32_t)m), g.d = _mm256_set1_epi32(d), g.shift = _mm_cvtsi32_si128(31 + l);
-    return g;
-}
-
-static inline __m256i div_magic8(__m256i a, const div_magic *g) {
-    const __m256i q = mnh_mul_shift_epu32(_mm256_abs_epi32(a), g->m, g->shift); /* |a| / |d| */
-    const __m256i neg = _mm256_srai_epi32(_mm256_xor_si256(a, g->d), 31);    /* -1 where the signs differ */
-    return _mm256_sub_epi32(_mm256_xor_si256(q, neg), neg);
-}
-
 static void div_fast(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, int32_t n, int32_t s0, int32_t s1, int32_t s2,
                      const mn_word *args) {
     const int32_t d = *(const int32_t *)p2;
@@ -66,11 +48,11 @@ static void div_fast(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, int32_t 
         div_double(p0, p1, p2, n, s0, s1, s2, args);
         return;
     }
-    const div_magic g = magic_of(d);
+    const mnh_div_magic g = mnh_magic_of(d);
     const __m256i lo = _mm256_set1_epi32(MN_I(ACT_MIN)), hi = _mm256_set1_epi32(MN_I(ACT_MAX));
     int32_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256i q = div_magic8(_mm256_loadu_si256((const __m256i *)(p1 + 4 * (size_t)i)), &g);
+        const __m256i q = mnh_div_magic8(_mm256_loadu_si256((const __m256i *)(p1 + 4 * (size_t)i)), &g);
         _mm256_storeu_si256((__m256i *)(p0 + 4 * (size_t)i), _mm256_min_epi32(_mm256_max_epi32(q, lo), hi));
     }
     if (i < n) div_rows(p0 + 4 * (size_t)i, p1 + 4 * (size_t)i, p2, n - i, s0, s1, s2, args);

@@ -374,6 +374,19 @@ static inline __m256i mnh_clamp32(__m256i x, int32_t lo, int32_t hi) {
     return _mm256_min_epi32(_mm256_max_epi32(x, _mm256_set1_epi32(lo)), _mm256_set1_epi32(hi));
 }
 
+/* C's a / d in eight int32 lanes for one divisor d (neither 0 nor -1): |a| times the magic number m of v = |d|,
+ * shifted right by 31 + l, the sign put back (the proof is in host/div_s32.c's header). */
+typedef struct { __m256i m, d; __m128i shift; } mnh_div_magic;
+
+static inline mnh_div_magic mnh_magic_of(int32_t d) {
+    const uint32_t v = d < 0 ? 0u - (uint32_t)d : (uint32_t)d;
+    const int l = v == 1 ? 0 : 32 - __builtin_clz(v - 1);
+    const uint64_t m = (((uint64_t)1 << (31 + l)) + v - 1) / v;
+    mnh_div_magic g;
+    g.m = _mm256_set1_epi32((int32_t)(uint32_t)m), g.d = _mm256_set1_epi32(d), g.shift = _mm_cvtsi32_si128(31 + l);
+    return g;
+}
+
 /* ---- uint32 lanes (the signal kernels) ---------------------------------------------------------------------- */
 
 /* The low 32 bits of (a * b) >> sh for eight uint32 pairs, the products exact in 64 bits (sh 0..63). */
@@ -381,6 +394,12 @@ static inline __m256i mnh_mul_shift_epu32(__m256i a, __m256i b, __m128i sh) {
     const __m256i even = _mm256_srl_epi64(_mm256_mul_epu32(a, b), sh);
     const __m256i odd = _mm256_srl_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(b, 32)), sh);
     return _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+}
+
+static inline __m256i mnh_div_magic8(__m256i a, const mnh_div_magic *g) {
+    const __m256i q = mnh_mul_shift_epu32(_mm256_abs_epi32(a), g->m, g->shift); /* |a| / |d| */
+    const __m256i neg = _mm256_srai_epi32(_mm256_xor_si256(a, g->d), 31);    /* -1 where the signs differ */
+    return _mm256_sub_epi32(_mm256_xor_si256(q, neg), neg);
 }
 
 /* The position of the leading one of each uint32 lane of v (v = 0 gives a negative value), and in *bits the float
