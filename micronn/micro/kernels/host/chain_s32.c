@@ -120,19 +120,5 @@ void mn_chain_s32(const mn_word *args) {
     }
 }
 #else
-static inline void chain_apply(const chain_plan *p, int32_t s, __m256i *v, int32_t groups) {
-    const __m256i c = p->c[s];
-    switch (p->code[s]) {
-    case CHAIN_ADD: for (int32_t g = 0; g < groups; g++) v[g] = _mm256_add_epi32(v[g], c); break;
-    case CHAIN_SUB: for (int32_t g = 0; g < groups; g++) v[g] = _mm256_sub_epi32(v[g], c); break;
-    case CHAIN_MUL: for (int32_t g = 0; g < groups; g++) v[g] = _mm256_mullo_epi32(v[g], c); break;
-    case CHAIN_DIV: for (int32_t g = 0; g < groups; g++) v[g] = mnh_div_magic8(v[g], &p->div[s]); break;
-    case CHAIN_MIN: for (int32_t g = 0; g < groups; g++) v[g] = _mm256_min_epi32(v[g], c); return;
-    default: for (int32_t g = 0; g < groups; g++) v[g] = _mm256_max_epi32(v[g], c); return;
-    }
-    if (p->clamp[s])
-        for (int32_t g = 0; g < groups; g++) v[g] = _mm256_min_epi32(_mm256_max_epi32(v[g], p->lo[s]), p->hi[s]);
-}
-
 void mn_chain_s32(const mn_word *args) { mn_chain_s32_portable(args); }
 #endif
