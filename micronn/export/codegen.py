@@ -286,12 +286,13 @@ class _Generator:
         only those words read: every operator reading it has such a word (no view of it without a kernel, no
         control-flow subgraph reading it) and it is no model output."""
         g = self.it.subgraph
-        def refs(ts: list[lower.Task]) -> set[int]:  # tensors the calls of control-flow subgraphs name
-            return {b.tensor for t in ts for a in t.args if isinstance(a, lower.TaskList)
-                    for b in [*(x for u in a.tasks for x in u.args), *(lower.TensorRef(0, r) for r in refs(a.tasks))]
-                    if isinstance(b, lower.TensorRef)}
 
-        nested = refs(tasks)
+        def named(ts: list[lower.Task]) -> set[int]:  # tensor indices the calls of control-flow subgraphs name
+            lists = [a for t in ts for a in t.args if isinstance(a, lower.TaskList)]
+            return {b.tensor for a in lists for u in a.tasks for b in u.args if isinstance(b, lower.TensorRef)}.union(
+                *(named(a.tasks) for a in lists))
+
+        nested = named(tasks)
         out: dict[int, list[tuple[int, int]]] = {}
         for i, x in enumerate(g.inputs):
             if x in g.outputs or x in nested or g.tensors[x].nbytes == 0:

@@ -596,7 +596,8 @@ INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
 def _chain_step(interp: Any, task: Task) -> tuple[int, int, int, int, int] | None:
     """(chain input tensor, code, constant, lo, hi) of an int32 ADD/SUB/MUL/DIV/MINIMUM/MAXIMUM task whose other
     operand is a one-element constant (second for SUB and DIV; a DIV by neither 0 nor -1, which cannot fail); for a
-    CAST between integer types (int32 at one end at least), (input, -1, 0, 0, 0); else None."""
+    CAST between integer types (int32 at one end at least), (input, -1, its task's input and output type codes, 0);
+    else None."""
     g = interp.model.main
     op = g.operators[task.op]
     if len(op.outputs) != 1 or op.custom:
@@ -606,7 +607,9 @@ def _chain_step(interp: Any, task: Task) -> tuple[int, int, int, int, int] | Non
         x = g.tensors[op.inputs[0]]
         types = {x.dtype.name, y.dtype.name}
         ok = types <= set(INT_TYPES) | {"uint32"} and ("int32" in types or "uint32" in types)
-        return (op.inputs[0], -1, 0, 0, 0) if ok and not x.is_constant and tuple(x.shape) == tuple(y.shape) else None
+        if not ok or x.is_constant or tuple(x.shape) != tuple(y.shape):
+            return None
+        return op.inputs[0], -1, int(task.args[3]), int(task.args[4]), 0  # (mn_cast's IN_TYPE and OUT_TYPE words)
     code = CHAIN_STEPS.get(op.op)
     if code is None or task.symbol != f"mn_{op.op.lower()}_s32" or len(op.inputs) != 2 or y.dtype.name != "int32":
         return None
@@ -652,14 +655,12 @@ def fuse_chains(interp: Any, tasks: list[Task], places: dict[int, tuple[int, int
         x, y = g.tensors[steps[i][0]], g.tensors[g.operators[run[-1].op].outputs[0]]
         words = [w for k in range(i, j + 1) if steps[k][1] >= 0 for w in steps[k][1:]]
         count = int(np.prod(x.shape, dtype=np.int64))
-        out.append(Task("mn_chain_s32", [TensorRef(0, y.index), TensorRef(0, x.index), count,
-                                         _int_type(x), _int_type(y), len(words) // 4, *words], run[-1].op))
+        int32 = INT_TYPES["int32"]  # the types the opening and closing CASTs read and write, else int32
+        in_type, out_type = steps[i][2] if steps[i][1] < 0 else int32, steps[j][3] if steps[j][1] < 0 else int32
+        out.append(Task("mn_chain_s32", [TensorRef(0, y.index), TensorRef(0, x.index), count, in_type, out_type,
+                                         len(words) // 4, *words], run[-1].op))
         i = j + 1
     return out
-
-
-def _int_type(t: Any) -> int:
-    return INT_TYPES.get(t.dtype.name, 3)  # uint32 is read and written as its int32 bits
 
 
 def _chain_placed(g: Any, places: dict[int, tuple[int, int]], x: int, y: int) -> bool:

@@ -476,8 +476,11 @@ def share(sg: Subgraph, requests: list[Request], sharing: Sharing,
     # patch-based execution's joins first: they are few, and what the other sharings of their inputs must fit around.
     # A slice that goes straight into a concatenation's slot helps only together with that join (the join alone
     # leaves the slice's copy where the view alone leaves the concatenation's), so each such pair is also one try
-    fed = [("bundle", [("concat", c), *(("view", v) for v in views if v[1] in dict(c[1]))]) for c in concats
-           if any(v[1] in dict(c[1]) for v in views)]
+    fed = []
+    for c in concats:
+        slotted = [("view", v) for v in views if v[1] in dict(c[1])]
+        if slotted:
+            fed.append(("bundle", [("concat", c), *slotted]))
     joins = fed + [("concat", c) for c in concats] + [("view", p) for p in views]
     joins += [("stream", c) for c in stream_candidates(sg, concats)]
     loose = sharing.ties

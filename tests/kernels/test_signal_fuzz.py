@@ -105,12 +105,17 @@ def same(model: bytes, steps: list) -> None:
             tflm._call("resetting", tflm.it.reset)
             mine.reset()
             continue
-        expected = tflm.run(step)
-        for i, x in enumerate(step):
-            mine.set_input(x, i)
-        mine.invoke()
-        for i, e in enumerate(expected):
-            assert_identical(np.array(mine.get_output(i), copy=True), e, f"step {k}, output {i}")
+        _check(tflm, mine, step, f"step {k}, ")
+
+
+def _check(tflm: _Tflm, mine: Interpreter, inputs: list[np.ndarray], where: str = "") -> None:
+    """One invoke of both on ``inputs``, every output compared byte for byte."""
+    expected = tflm.run(inputs)
+    for i, x in enumerate(inputs):
+        mine.set_input(x, i)
+    mine.invoke()
+    for i, e in enumerate(expected):
+        assert_identical(np.array(mine.get_output(i), copy=True), e, f"{where}output {i}")
 
 
 def frames(rng: np.random.Generator, dtype: str, n: int, count: int) -> list[np.ndarray]:
@@ -479,13 +484,7 @@ def pair(model: bytes) -> tuple:
 
 
 def same_once(model: bytes, inputs: list[np.ndarray]) -> None:
-    tflm, mine = pair(model)
-    expected = tflm.run(inputs)
-    for i, x in enumerate(inputs):
-        mine.set_input(x, i)
-    mine.invoke()
-    for i, e in enumerate(expected):
-        assert_identical(np.array(mine.get_output(i), copy=True), e, f"output {i}")
+    _check(*pair(model), inputs)
 
 
 @settings(derandomize=True, max_examples=150, deadline=None)
