@@ -47,6 +47,23 @@ def test_read_only_and_empty_chunks() -> None:
     assert (done, status) == (0, 0) and [o.shape[0] for o in outs] == [0]
 
 
+def test_chunks_the_loop_cannot_read_are_refused() -> None:
+    """The C loop reads whole samples from each array's address: anything else is an InvokeError, not a read past
+    the array's end."""
+    import re
+
+    import pytest
+
+    from micronn.errors import InvokeError
+
+    native = NativeModel(MODELS / "hello_world_int8.tflite")
+    x = _samples(native, 4)[0]
+    for bad, says in [([], "1 input"), ([x, x], "1 input"), ([x[:, 0]], "int8[4, 1]"), ([x.astype(np.int16)], "int16"),
+                      ([x[::2]], "C-contiguous"), ([list(x)], "got list"), ([np.int8(3)], "got int8")]:
+        with pytest.raises(InvokeError, match=re.escape(says)):
+            native.run_chunk(bad)
+
+
 def test_bound_inputs_are_read_in_place_and_put_back() -> None:
     """An input whose every reader has its address in an argument word is not copied in: the batch loop points those
     words at each sample (``{PREFIX}_bind_input``) and back at the arena afterwards, so a later single invoke reads
