@@ -29,6 +29,7 @@ wheel's on that sample.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import subprocess
@@ -43,7 +44,8 @@ import micronn
 from micronn import Interpreter
 from micronn.errors import MicronnError
 from micronn.export import NativeModel
-from micronn.ir import random_inputs
+from micronn.export.native import FLAGS, host_toolchain
+from micronn.ir import op_macs, random_inputs
 from micronn.tflite.reader import read
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,7 +173,67 @@ def peak_rss_mib(engine: str, path: Path, n_inputs: int) -> float:
     return int(out.stdout.split()[-1]) / 1024  # VmHWM, in KiB (ru_maxrss would include a forking parent's)
 
 
-def measure(path: Path, runs: int, batch: int = 0, rss: bool = True) -> dict:
+PEAK_KINDS = ("f32", "i8", "i16")  # peak.c's kinds, in its order
+
+
+def measure_peaks(seconds: float = 0.2) -> dict[str, tuple[float, str]]:
+    """This core's multiply-accumulates per second for each of PEAK_KINDS (the fastest of five timed runs of
+    ``seconds`` each), with the instructions peak.c used."""
+    lib = ctypes.CDLL(str(host_toolchain().shared_object([ROOT / "benchmarks" / "peak.c"], [], FLAGS)))
+    lib.peak_macs.restype, lib.peak_macs.argtypes = ctypes.c_long, [ctypes.c_int]
+    lib.peak_isa.restype, lib.peak_isa.argtypes = ctypes.c_char_p, [ctypes.c_int]
+    out = {}
+    for k, kind in enumerate(PEAK_KINDS):
+        fn = lib[f"peak_{kind}"]
+        fn.argtypes = [ctypes.c_long]
+        per_round, rounds = lib.peak_macs(k), 1 << 16
+        while True:  # rounds enough for ``seconds`` of one call
+            t0 = time.thread_time()
+            fn(rounds)
+            dt = time.thread_time() - t0
+            if dt >= seconds / 4:
+                break
+            rounds *= 4
+        rounds = int(rounds * seconds / max(dt, 1e-6))
+        best = min(_timed(fn, rounds) for _ in range(5))
+        out[kind] = (per_round * rounds / best, lib.peak_isa(k).decode())
+    return out
+
+
+def _timed(fn, rounds: int) -> float:
+    t0 = time.thread_time()
+    fn(rounds)
+    return time.thread_time() - t0
+
+
+def macs_by_kind(ours: Interpreter) -> dict[str, int]:
+    """Multiply-accumulates of one invoke (the one just run on ``ours``, whose subgraph calls are counted), by the
+    peak kind of each operator's first input: float32, int16, else int8."""
+    model, calls = ours.model, [0] * len(ours.model.subgraphs)
+    inner = ours.invoke_subgraph
+
+    def counted(index: int) -> None:
+        calls[index] += 1
+        inner(index)
+
+    ours.invoke_subgraph = counted  # one more invoke, counting what control flow runs
+    try:
+        ours.invoke()
+    finally:
+        del ours.invoke_subgraph
+    calls[0] = 1
+    out = dict.fromkeys(PEAK_KINDS, 0)
+    for sg, times in zip(model.subgraphs, calls):
+        for op in sg.operators:
+            macs = op_macs(sg, op)
+            if macs and times:
+                x = sg.tensors[op.inputs[0]]
+                kind = "f32" if x.dtype == np.float32 else "i16" if x.dtype == np.int16 else "i8"
+                out[kind] += macs * times
+    return out
+
+
+def measure(path: Path, runs: int, batch: int = 0, rss: bool = True, peaks: dict | None = None) -> dict:
     data = path.read_bytes()
     xs = random_inputs(read(data), 0)
     row: dict = {"model": path.stem}
@@ -185,6 +247,10 @@ def measure(path: Path, runs: int, batch: int = 0, rss: bool = True) -> dict:
     n_out = len(ours.subgraph.outputs)
     want = [np.array(wheel.get_output(i)).tobytes() for i in range(n_out)]
     row["same_interpreter"] = [ours.get_output(i).tobytes() for i in range(n_out)] == want
+    if peaks:
+        macs = macs_by_kind(ours)
+        row["macs"] = sum(macs.values())
+        row["limit_us"] = sum(n / peaks[k][0] for k, n in macs.items()) * 1e6
     row["tflm_ms"] = best_of(wheel.invoke, runs) * 1e3
     row["interpreter_ms"] = best_of(ours.invoke, runs) * 1e3
     try:
@@ -216,6 +282,7 @@ def main() -> None:
     ap.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="cpu: this thread's CPU time (default; "
                     "every engine here runs on the calling thread); wall: elapsed time")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS processes")
+    ap.add_argument("--no-limit", action="store_true", help="skip the arithmetic limit (and its peak measurement)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("models", nargs="*", help="paths, or names of bundled and test models (default: all of them)")
     a = ap.parse_args()
@@ -227,9 +294,10 @@ def main() -> None:
     global clock
     clock = CLOCKS[a.clock]
     load = os.getloadavg()[0]
-    rows = [measure(p, a.runs, a.batch, not a.no_rss) for p in models]
+    peaks = None if a.no_limit else measure_peaks()
+    rows = [measure(p, a.runs, a.batch, not a.no_rss, peaks) for p in models]
     if a.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps({"peaks_macs_per_s": {k: v[0] for k, v in (peaks or {}).items()}, "models": rows}, indent=1))
         return
     print(f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs (timings on a "
           f"busy machine are noisy); clock: {a.clock}")
@@ -244,8 +312,11 @@ def main() -> None:
               f"{r['interpreter_ms'] / r['tflm_ms']:>11.2f}x{ratio}{str(same):>6}")
     if a.batch:
         print(f"\nbatched, {a.batch} samples, one thread (samples/s; xN: micronn's rate over the other's)")
+        if peaks:
+            print("arithmetic limit: MACs per sample over this core's peak, " + ", ".join(
+                f"{k} {v[0] / 1e9:.0f} GMAC/s ({v[1]})" for k, v in peaks.items()))
         print(f"{'model':<28}{'micronn/s':>11}{'TFLM/s':>10}{'LiteRT/s':>10}{'x TFLM':>9}{'x LiteRT':>10}{'same':>6}"
-              f"{'lanes':>6}")
+              f"{'lanes':>6}" + (f"{'MACs':>10}{'limit us':>10}{'x limit':>9}" if peaks else ""))
         for r in rows:
             rate = r.get("native_batch_per_s")
             if rate is None:
@@ -253,8 +324,10 @@ def main() -> None:
             tflm, lite = r["tflm_batch_per_s"], r.get("litert_batch_per_s")
             lite_s = f"{lite:>10.0f}" if lite else f"{'-':>10}"
             vs_lite = f"{rate / lite:>9.2f}x" if lite else f"{'-':>10}"
+            limit = (f"{r['macs']:>10}{r['limit_us']:>10.3f}{1e6 / rate / r['limit_us']:>8.1f}x"
+                     if peaks and r["limit_us"] else f"{r['macs']:>10}{'-':>10}{'-':>9}" if peaks else "")
             print(f"{r['model']:<28}{rate:>11.0f}{tflm:>10.0f}{lite_s}{rate / tflm:>8.1f}x{vs_lite}"
-                  f"{str(r['same_batch']):>6}{r['lanes']:>6}")
+                  f"{str(r['same_batch']):>6}{r['lanes']:>6}{limit}")
     if not a.no_rss:
         print(f"\npeak RSS of a fresh process, one invoke at batch 1 (MiB; goal: micronn <= {RSS_GOAL}x the wheel)")
         print(f"{'model':<28}{'micronn':>9}{'TFLM':>8}{'ratio':>8}")
