@@ -351,10 +351,11 @@ class NativeModel:
     def run_chunk(self, chunk: Sequence[np.ndarray], *, reset: bool = True
                   ) -> tuple[list[np.ndarray], int, int]:
         """``n`` samples in one native call: ``chunk`` holds one C-contiguous array per input, shaped
-        ``(n, *input.shape)`` and of its dtype (as ``micronn.interpreter.input_chunks`` yields them; anything else
-        raises an ``InvokeError``, as the C loop reads whole samples from those addresses). Each sample starts
-        from the initial state when ``reset``, else state carries over. With ``reset``, whole groups of ``lanes``
-        samples run on the lanes twin, the rest one by one.
+        ``(n, *input.shape)`` (or without the input's leading 1) and of its dtype (as
+        ``micronn.interpreter.input_chunks`` yields them; anything else raises an ``InvokeError``, as the C loop
+        reads whole samples from those addresses). Each sample starts from the initial state when ``reset``, else
+        state carries over. With ``reset``, whole groups of ``lanes`` samples run on the lanes twin, the rest one
+        by one.
 
         Returns the outputs (one array per output, ``(n, *output.shape)``), the number of samples completed and
         the status of the invoke that stopped the loop (0: all ``n`` completed); outputs past the completed samples
@@ -382,8 +383,8 @@ class NativeModel:
             raise InvokeError(f"the model has {len(self.inputs)} input(s), a chunk of {len(chunk)} array(s) given")
         n = len(chunk[0]) if chunk and isinstance(chunk[0], np.ndarray) and chunk[0].ndim else 0
         for i, (x, view) in enumerate(zip(chunk, self.inputs)):
-            if (not isinstance(x, np.ndarray) or x.dtype != view.dtype or x.shape != (n, *view.shape)
-                    or not x.flags.c_contiguous):
+            if (not isinstance(x, np.ndarray) or x.dtype != view.dtype or len(x) != n or not x.flags.c_contiguous
+                    or x.shape[1:] != view.shape and not (view.shape[:1] == (1,) and x.shape[1:] == view.shape[1:])):
                 got = f"{x.dtype.name}{list(x.shape)}" if isinstance(x, np.ndarray) else type(x).__name__
                 raise InvokeError(f"chunk input {i} must be a C-contiguous {view.dtype.name}{[n, *view.shape]} "
                                   f"array (samples first), got {got}")

@@ -156,6 +156,11 @@ class _Op:
                 return True
         return False
 
+    def in_place(self) -> bool:
+        """Whether the plan put the output exactly over input 0 (e.g. an in-place CAST)."""
+        o, p = self.places.get(self.op.outputs[0]), self.places.get(self.op.inputs[0])
+        return o is not None and p is not None and o[0] == p[0] and self.overlaps()
+
     def unsupported(self, dtype: str) -> UnsupportedError:
         return UnsupportedError([(self.name, dtype)])
 

@@ -226,6 +226,8 @@ def _cast(o: _Op) -> list[Task]:
     src, dst = o.node.inputs[0].dtype.name, o.node.outputs[0].dtype.name
     if dst not in CAST_TYPES:
         raise o.unsupported(f"{src} -> {dst}")
+    if o.in_place() and {src, dst} <= {"int32", "uint32"}:
+        return []  # every value keeps its bits where it is: nothing to do
     return [o.task("mn_cast", o.out(), o.inp(0), _count(o), CAST_TYPES[src],
                    CAST_BOOL if dst == "bool" else CAST_TYPES[dst], _cast_backward(o))]
 

@@ -167,6 +167,9 @@ class DeviceModel:
             d["cycles"] = (d["cycles"] or 0) + c.cycles
             for k, v in c.counts.items():
                 d["counts"][k] = d["counts"].get(k, 0) + v
+        if any(c.instructions is not None for c in self.profile):  # an operator with no call (a view, a cast
+            for op in set(per) - {t[3] for t in self.tasks}:      # that keeps its bits in place) costs nothing
+                per[op]["instructions"] = per[op]["cycles"] = 0
         return list(per.values())
 
 

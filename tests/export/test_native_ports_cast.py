@@ -5,6 +5,8 @@ backward over the same bytes), then models whose plans overlap casts, against th
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,22 @@ def test_cast_chains_over_their_inputs() -> None:
         tensors = {nm: T((n,), t) for nm, t in zip(names, types)}
         ops = [Op("CAST", [names[k]], [names[k + 1]]) for k in range(5)]
         check(graph_model(Graph(tensors, ops, ["x"], ["e"])), [values("int16", n, 3)])
+
+
+def test_casts_that_keep_their_bits_in_place_are_no_calls() -> None:
+    """A CAST the plan lays exactly over its input between int32 and uint32 leaves every byte as it is: no kernel
+    call; the bytes still match the wheel (the audio front end's spectrum casts)."""
+    from micronn.export import NativeModel
+
+    for n in (7, 40):
+        tensors = {"x": T((n,), "int32"), "m": T((), "int32", data=[3]), "a": T((n,), "int32"), "b": T((n,), "uint32"),
+                   "c": T((n,), "int32"), "s": T((2,), "int32", data=[1, n]), "d": T((1, n), "int32"),
+                   "e": T((1, n), "int32"), "f": T((1, n), "int8")}
+        ops = [Op("MUL", ["x", "m"], ["a"]), Op("CAST", ["a"], ["b"]), Op("CAST", ["b"], ["c"]),
+               Op("RESHAPE", ["c", "s"], ["d"]), Op("MUL", ["d", "m"], ["e"]), Op("CAST", ["e"], ["f"]),
+]
+        data = graph_model(Graph(tensors, ops, ["x"], ["f"]))
+        calls = NativeModel(data).program.files["mn_native.c"].split("_invoke(void)")[1].split("return 0;")[0]
+        # the first MUL, the RESHAPE's copy onto itself, the second MUL fused with the int32 -> int8 CAST
+        assert re.findall(r"(mn_\w+)\(mn_native_args", calls) == ["mn_mul_s32", "mn_copy", "mn_chain_s32"], calls
+        check(data, [values("int32", n, 5)])

@@ -198,9 +198,10 @@ __attribute__((always_inline)) static inline __m256 mnh_tanhf8_core(__m256 x, in
     twice = _mm256_blendv_ps(twice, two, _mm256_castsi256_ps(huge));
     const __m256 t = mnh_expm1f8(twice);
     const __m256 s = _mm256_add_ps(t, two);
-    const __m256 z_large = _mm256_sub_ps(one, _mm256_div_ps(two, s));
-    const __m256 z_small = _mm256_div_ps(_mm256_xor_ps(t, _mm256_set1_ps(-0.0f)), s);
-    __m256 z = _mm256_blendv_ps(z_small, z_large, _mm256_castsi256_ps(large));
+    /* one division for both forms: 2 / s where |x| >= 1 (then 1 - it), else -t / s */
+    const __m256 q = _mm256_div_ps(_mm256_blendv_ps(_mm256_xor_ps(t, _mm256_set1_ps(-0.0f)), two,
+                                                    _mm256_castsi256_ps(large)), s);
+    __m256 z = _mm256_blendv_ps(q, _mm256_sub_ps(one, q), _mm256_castsi256_ps(large));
     z = _mm256_blendv_ps(z, _mm256_set1_ps(1.0f - 1.0e-30f), _mm256_castsi256_ps(huge));
     z = _mm256_or_ps(z, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
     *rare_out = rare;
