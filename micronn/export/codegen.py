@@ -398,7 +398,8 @@ def generate(it: Interpreter, prefix: str = "model", tuning_log: Any = None, tar
              fuse: bool = False, bind_inputs: bool = False) -> Program:
     """The C files of a model prepared by ``it`` (allocated: its plan fixes every address); with ``tuning_log``
     (``micronn.micro.tune``), layers it tuned for ``target`` get their best generated kernel; ``fuse``: runs of int32
-    elementwise operators become one kernel call each (``micronn.micro.lower.fuse_chains``); ``bind_inputs``: a
+    elementwise operators become one kernel call each (``micronn.micro.lower.fuse_chains``) and a depthwise
+    convolution of a one-channel image the CONV_2D it is (``lower_model``); ``bind_inputs``: a
     ``{prefix}_bind_input`` lets a batch loop point the kernels at each sample's input instead of copying it in."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         raise ExportError(f"the prefix must be a C identifier, got {prefix!r}")

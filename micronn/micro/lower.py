@@ -579,7 +579,8 @@ def lower(interp: Any, op_index: int) -> list[Task]:
 
 def lower_model(interp: Any, fuse: bool = False) -> list[Task]:
     """The tasks of every operator of the main subgraph, in order; every unsupported (op, type) reported at once.
-    ``fuse``: runs of int32 elementwise operators become one task each (``fuse_chains``)."""
+    ``fuse`` (NativeModel's): runs of int32 elementwise operators become one task each (``fuse_chains``), a
+    depthwise convolution of a one-channel image a CONV_2D (``_one_channel_conv``)."""
     interp._ensure()
     places, tasks, missing = _placements(interp), [], []
     for i in range(len(interp._nodes)):
@@ -589,7 +590,22 @@ def lower_model(interp: Any, fuse: bool = False) -> list[Task]:
             missing += e.pairs
     if missing:
         raise UnsupportedError(missing)
-    return fuse_chains(interp, tasks, places) if fuse else tasks
+    return fuse_chains(interp, [_one_channel_conv(interp, t) for t in tasks], places) if fuse else tasks
+
+
+def _one_channel_conv(interp: Any, t: Task) -> Task:
+    """A depthwise convolution of a one-channel image (micro_speech's first layer: 1 channel, multiplier 8) as the
+    CONV_2D it is: filter (1, fh, fw, oc) read as (oc, fh, fw, 1), the same sums, biases and requantization per
+    output channel, the same streaming over the input where the plan overlaps them (both kernels read a window of
+    the same input pixels per output pixel); the host's CONV_2D port sums such windows without interleaving taps.
+    Other tasks are returned as they are."""
+    if t.symbol != "mn_depthwise_conv_2d_s8" or t.args[10] != 1:
+        return t
+    node, k = interp._nodes[t.op], interp._kernels[t.op]
+    w = np.asarray(k.weights(node), np.int8)
+    filt = ConstRef(np.ascontiguousarray(w.transpose(3, 1, 2, 0)))
+    a = t.args
+    return Task("mn_conv_2d_s8", [*a[:2], filt, *a[3:16], 1, *a[16:]], t.op)
 
 
 # ---- fused int32 elementwise chains (kernels/chain_s32.c) -------------------------------------------------------

@@ -1,14 +1,14 @@
 /* CONV_2D, int8: the host port (x86-64 with AVX2) of kernels/conv_2d.c, same symbol, same argument words.
  *
- * Ungrouped layers take the direct path (below): windows read in place from a widened, zero-point-padded copy of
- * the image, no im2col. Grouped ones, and the direct path's refusals (a padded image over 16 MiB, requantization
- * parameters the vector code does not take), run a GEMM over im2col rows: per block of MR output pixels, each
- * pixel's window is widened to int16 (taps outside the input hold the input zero point, so every window starts
- * from `bias_full`: a padded tap adds zp * w, which bias_full = bias - zp * sum(w) takes back, the wrapping sums
- * equal the portable kernel's valid-taps sums bit for bit), then each block of 16 output channels sums
- * (x[2j], x[2j+1]) . (w[2j], w[2j+1]) with one madd per 8 channels and pixel, the weights repacked once
- * (mn_host.h). Groups are GEMMs of their own. Without AVX2 (or out of memory) it is the portable kernel, compiled
- * below under another name.
+ * Ungrouped layers take the direct path (below): windows read in place from a zero-point-padded copy of the image
+ * (widened to int16; with AVX-512 VNNI, uint8 x + 128 summed 4 taps a step by vpdpbusd), no im2col. Grouped ones, and
+ * the direct path's refusals (a padded image over 16 MiB, requantization parameters the vector code does not take), run
+ * a GEMM over im2col rows: per block of MR output pixels, each pixel's window is widened to int16 (taps outside the
+ * input hold the input zero point, so every window starts from `bias_full`: a padded tap adds zp * w, which bias_full =
+ * bias - zp * sum(w) takes back, the wrapping sums equal the portable kernel's valid-taps sums bit for bit), then each
+ * block of 16 output channels sums (x[2j], x[2j+1]) . (w[2j], w[2j+1]) with one madd per 8 channels and pixel, the
+ * weights repacked once (mn_host.h). Groups are GEMMs of their own. Without AVX2 (or out of memory) it is the portable
+ * kernel, compiled below under another name.
  */
 #define mn_conv_2d_s8 mn_conv_2d_s8_portable
 #include "conv_2d.portable.inc"
@@ -116,25 +116,46 @@ static inline void gemm8(const int16_t *rows, int kp, const int16_t *w0, const i
     acc[0][0] = a0, acc[1][0] = a1, acc[2][0] = a2, acc[3][0] = a3;
 }
 
-/* ---- the direct path (ungrouped): windows read in place from a widened, zero-point-padded image ----------------
- * Per image, the input is widened once to int16 inside a border of the input zero point (the scratch buffer below,
- * shared by every call site), so a window is `segs` runs of `len` int16 at fixed offsets from its first tap: one
- * run per filter row (fw * in_c values) when the taps of a row are adjacent, else one per tap. Each run is summed
- * in int16 pairs; a run of odd length reads one value past its end, which its packed weight (0) cancels. The sums
- * are register blocks of MR pixels x 8 or 16 channels, the pixels' pairs broadcast straight from the image. */
+/* ---- the direct path (ungrouped): windows read in place from a zero-point-padded copy of the image -------------
+ * Per image, the input is copied once inside a border of the input zero point (the scratch buffer below, shared by
+ * every call site), so a window is `segs` runs of `len` values at fixed offsets from its first tap: one run per
+ * filter row (fw * in_c values) when the taps of a row are adjacent, else one per tap. Each run is summed in steps
+ * of DIRECT_STEP taps; a run whose length is not a multiple of the step reads up to DIRECT_STEP - 1 values past its
+ * end, which their packed weights (0) cancel. The sums are register blocks of MR pixels x 8 or 16 channels, each
+ * pixel's step broadcast straight from the image against a vector of 8 channels x DIRECT_STEP weights.
+ *
+ * With AVX-512 VNNI (vpdpbusd: unsigned x signed bytes, 4 products a lane) the copy holds u = x + 128 as uint8 (the
+ * border zp + 128) and each step is 4 taps; sum(u * w) = sum(x * w) + 128 * sum(w), so the sums start from
+ * bias_full - 128 * sum(w) of their channel (wrapping, as every sum here: the int32 results are the portable
+ * kernel's bit for bit). Elsewhere (MNH_NO_VNNI builds this one on a VNNI host too) the copy is widened to int16
+ * and each step is a pair (madd). */
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__) && !defined(MNH_NO_VNNI)
+#define DIRECT_VNNI 1
+typedef uint8_t direct_t; /* the padded image's values */
+typedef int8_t direct_w;  /* the packed weights' */
+enum { DIRECT_STEP = 4 };
+#define DIRECT_DOT(a, x, w) _mm256_dpbusd_epi32(a, x, w)
+#else
+typedef int16_t direct_t;
+typedef int16_t direct_w;
+enum { DIRECT_STEP = 2 };
+#define DIRECT_DOT(a, x, w) _mm256_add_epi32(a, _mm256_madd_epi16(x, w))
+#endif
+enum { DIRECT_VEC = 8 * DIRECT_STEP }; /* direct_w per step and 8-channel block: one vector */
+
 typedef struct {
-    int segs, len, lp, hp, wp;   /* runs per window, their length and pairs; the padded image's height, width */
-    int *off;                    /* each run's offset (int16) from the window's first tap */
-    int16_t *w;                  /* per 8-channel block: segs * lp pairs x 8 channels (16 int16) */
-    int32_t *bias;               /* bias_full, padded to whole blocks */
+    int segs, len, lp, hp, wp;   /* runs per window, their length and steps; the padded image's height, width */
+    int *off;                    /* each run's offset (values) from the window's first tap */
+    direct_w *w;                 /* per 8-channel block: segs * lp steps x 8 channels (DIRECT_VEC values) */
+    int32_t *bias;               /* the sums' start: bias_full (VNNI: less 128 * sum(w)), padded to whole blocks */
     mnh_rq rq;
     mnh_fq fq;                   /* fq.ok: the sums are small enough for mnh_fq8_apply */
 } direct_pack;
 
-static int16_t *direct_scratch;
+static direct_t *direct_scratch;
 static size_t direct_cap;
 
-enum { DIRECT_MAX_IMAGE = 1 << 23 }; /* int16 values of the padded image (16 MiB); beyond, the im2col path */
+enum { DIRECT_MAX_IMAGE = 1 << 23 }; /* values of the padded image; beyond, the im2col path */
 
 /* cached under args + 1: the other path's pack is cached under args */
 static const direct_pack *direct_prepare(const mn_word *args) {
@@ -147,10 +168,11 @@ static const direct_pack *direct_prepare(const mn_word *args) {
     if (!p) return NULL;
     p->hp = mn_max(in_h + MN_I(PAD_T), (MN_I(OUT_H) - 1) * MN_I(S_H) + (fh - 1) * dh + 1);
     p->wp = mn_max(in_w + MN_I(PAD_L), (MN_I(OUT_W) - 1) * MN_I(S_W) + (fw - 1) * dw + 1);
-    p->segs = dw == 1 ? fh : fh * fw, p->len = dw == 1 ? fw * in_c : in_c, p->lp = (p->len + 1) / 2;
+    p->segs = dw == 1 ? fh : fh * fw, p->len = dw == 1 ? fw * in_c : in_c;
+    p->lp = (p->len + DIRECT_STEP - 1) / DIRECT_STEP;
     const int segs = p->segs, len = p->len, lp = p->lp;
     p->off = (int *)mnh_alloc((size_t)segs * sizeof(int));
-    p->w = (int16_t *)mnh_alloc((size_t)blocks * segs * lp * 16 * sizeof(int16_t));
+    p->w = (direct_w *)mnh_alloc((size_t)blocks * segs * lp * DIRECT_VEC * sizeof(direct_w));
     p->bias = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
     int32_t *shift = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
     int32_t *mult = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
@@ -162,13 +184,22 @@ static const direct_pack *direct_prepare(const mn_word *args) {
     }
     const int8_t *filter = MN_P(const int8_t, FILTER);
     for (int r = 0; r < out_c; r++) {
-        int16_t *d = p->w + (size_t)(r / 8) * segs * lp * 16 + 2 * (r % 8);
+        direct_w *d = p->w + (size_t)(r / 8) * segs * lp * DIRECT_VEC + DIRECT_STEP * (r % 8);
+        uint32_t sum = 0; /* of the channel's weights, wrapping */
         for (int s = 0; s < segs; s++)
-            for (int e = 0; e < len; e++)
-                d[((size_t)s * lp + e / 2) * 16 + (e & 1)] = filter[(size_t)r * k + s * len + e];
-        p->bias[r] = MN_P(const int32_t, BIAS_FULL)[r];
+            for (int e = 0; e < len; e++) {
+                const int8_t v = filter[(size_t)r * k + s * len + e];
+                d[((size_t)s * lp + e / DIRECT_STEP) * DIRECT_VEC + e % DIRECT_STEP] = v;
+                sum += (uint32_t)(int32_t)v;
+            }
+        const int32_t bias_full = MN_P(const int32_t, BIAS_FULL)[r];
+#if defined(DIRECT_VNNI)
+        p->bias[r] = (int32_t)((uint32_t)bias_full - 128u * sum);
+#else
+        p->bias[r] = bias_full, (void)sum;
+#endif
         mult[r] = MN_P(const int32_t, MULT)[r], shift[r] = MN_P(const int8_t, SHIFT)[r];
-        bound[r] = (p->bias[r] < 0 ? -(int64_t)p->bias[r] : p->bias[r]) + (int64_t)k * 128 * 128;
+        bound[r] = (bias_full < 0 ? -(int64_t)bias_full : bias_full) + (int64_t)k * 128 * 128;
     }
     if (!mnh_rq_init(&p->rq, mult, shift, blocks * 8, 8)) return NULL;
     if (!mnh_fq_init(&p->fq, mult, shift, bound, MN_I(OUT_ZP), out_c, 8)) return NULL;
@@ -177,28 +208,29 @@ static const direct_pack *direct_prepare(const mn_word *args) {
     return p;
 }
 
-/* MR pixels (windows at x[0..MR)) x NV 8-channel blocks (weights w, blocks segs * lp * 16 int16 apart). */
+/* MR pixels (windows at x[0..MR)) x NV 8-channel blocks (weights w, blocks segs * lp * DIRECT_VEC values apart). */
 #define DIRECT_KERNEL(NAME, MR, NV)                                                                                \
-    static void NAME(const int16_t *const *x, const direct_pack *p, const int16_t *w, const int32_t *bias,          \
+    static void NAME(const direct_t *const *x, const direct_pack *p, const direct_w *w, const int32_t *bias,        \
                      __m256i *acc) {                                                                                \
         __m256i a[MR][NV];                                                                                          \
-        const size_t wstep = (size_t)p->segs * p->lp * 16;                                                          \
+        const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC;                                                  \
         for (int v = 0; v < NV; v++) {                                                                              \
             const __m256i b = _mm256_loadu_si256((const __m256i *)(bias + 8 * v));                                  \
             for (int i = 0; i < MR; i++) a[i][v] = b;                                                               \
         }                                                                                                           \
         for (int s = 0; s < p->segs; s++) {                                                                         \
-            const int32_t *r[MR];                                                                                   \
-            for (int i = 0; i < MR; i++) r[i] = (const int32_t *)(x[i] + p->off[s]);                                \
-            const int16_t *ws = w + (size_t)s * p->lp * 16;                                                         \
+            const direct_t *r[MR];                                                                                  \
+            for (int i = 0; i < MR; i++) r[i] = x[i] + p->off[s];                                                   \
+            const direct_w *ws = w + (size_t)s * p->lp * DIRECT_VEC;                                                \
             for (int j = 0; j < p->lp; j++) {                                                                       \
                 __m256i wv[NV];                                                                                     \
-                for (int v = 0; v < NV; v++) wv[v] = _mm256_loadu_si256((const __m256i *)(ws + v * wstep + 16 * j)); \
+                for (int v = 0; v < NV; v++)                                                                        \
+                    wv[v] = _mm256_loadu_si256((const __m256i *)(ws + v * wstep + DIRECT_VEC * j));                 \
                 for (int i = 0; i < MR; i++) {                                                                      \
-                    int32_t pair;                                                                                   \
-                    memcpy(&pair, r[i] + j, 4);                                                                     \
-                    const __m256i xv = _mm256_set1_epi32(pair);                                                     \
-                    for (int v = 0; v < NV; v++) a[i][v] = _mm256_add_epi32(a[i][v], _mm256_madd_epi16(xv, wv[v])); \
+                    int32_t step;                                                                                   \
+                    memcpy(&step, r[i] + DIRECT_STEP * j, 4);                                                       \
+                    const __m256i xv = _mm256_set1_epi32(step);                                                     \
+                    for (int v = 0; v < NV; v++) a[i][v] = DIRECT_DOT(a[i][v], xv, wv[v]);                          \
                 }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
@@ -213,7 +245,8 @@ DIRECT_KERNEL(direct8x4, 4, 1)
 DIRECT_KERNEL(direct8x2, 2, 1)
 DIRECT_KERNEL(direct8x1, 1, 1)
 
-typedef void (*direct_kernel)(const int16_t *const *, const direct_pack *, const int16_t *, const int32_t *, __m256i *);
+typedef void (*direct_kernel)(const direct_t *const *, const direct_pack *, const direct_w *, const int32_t *,
+                              __m256i *);
 
 /* m pixels' 16 channels (acc[2 i], acc[2 i + 1]) requantized by mnh_fq and stored, n <= 16 of them per pixel. */
 __attribute__((always_inline)) static inline void direct_store16(int8_t *out, size_t stride, int m, int n,
@@ -249,29 +282,51 @@ __attribute__((always_inline)) static inline void direct_store8(int8_t *out, siz
     }
 }
 
-/* The scratch holds at least `need` int16; 0 when out of memory. */
+/* The scratch holds at least `need` values; 0 when out of memory. */
 static int direct_reserve(size_t need) {
     if (need <= direct_cap) return 1;
-    int16_t *b = (int16_t *)realloc(direct_scratch, need * sizeof(int16_t));
+    direct_t *b = (direct_t *)realloc(direct_scratch, need * sizeof(direct_t));
     if (!b) return 0;
     direct_scratch = b, direct_cap = need;
     return 1;
 }
 
-/* One image widened into the scratch (direct_reserve'd) inside its zero-point border. */
-static int16_t *direct_image(const direct_pack *p, const int8_t *image, int in_h, int in_w, int in_c, int pad_t,
-                             int pad_l, int16_t zp) {
+#if defined(DIRECT_VNNI)
+/* n int8 values as uint8 x + 128. */
+static inline void direct_flip(uint8_t *dst, const int8_t *src, int n) {
+    const __m256i top = _mm256_set1_epi8(-128);
+    int i = 0;
+    for (; i + 32 <= n; i += 32)
+        _mm256_storeu_si256((__m256i *)(dst + i),
+                            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + i)), top));
+    for (; i < n; i++) dst[i] = (uint8_t)(src[i] ^ 0x80);
+}
+#define DIRECT_FILL(d, v, n) memset(d, v, (size_t)(n))
+#define DIRECT_COPY(d, s, n) direct_flip(d, s, n)
+#else
+#define DIRECT_FILL(d, v, n) mnh_fill16(d, v, (int)(n))
+#define DIRECT_COPY(d, s, n) mnh_widen(d, s, n)
+#endif
+
+/* One image copied into the scratch (direct_reserve'd) inside its zero-point border (VNNI: all values + 128). */
+static direct_t *direct_image(const direct_pack *p, const int8_t *image, int in_h, int in_w, int in_c, int pad_t,
+                              int pad_l, int32_t zp) {
     const size_t row = (size_t)p->wp * in_c;
-    int16_t *x = direct_scratch;
+    direct_t *x = direct_scratch;
+#if defined(DIRECT_VNNI)
+    const uint8_t v = (uint8_t)(zp + 128);
+#else
+    const int16_t v = (int16_t)zp;
+#endif
     const int rows = mn_min(in_h, p->hp - pad_t), cols = mn_min(in_w, p->wp - pad_l);
-    mnh_fill16(x, zp, (int)(pad_t * row));
+    DIRECT_FILL(x, v, pad_t * row);
     for (int y = 0; y < rows; y++) {
-        int16_t *d = x + (size_t)(pad_t + y) * row;
-        mnh_fill16(d, zp, pad_l * in_c);
-        mnh_widen(d + (size_t)pad_l * in_c, image + (size_t)y * in_w * in_c, cols * in_c);
-        mnh_fill16(d + (size_t)(pad_l + cols) * in_c, zp, (p->wp - pad_l - cols) * in_c);
+        direct_t *d = x + (size_t)(pad_t + y) * row;
+        DIRECT_FILL(d, v, pad_l * in_c);
+        DIRECT_COPY(d + (size_t)pad_l * in_c, image + (size_t)y * in_w * in_c, cols * in_c);
+        DIRECT_FILL(d + (size_t)(pad_l + cols) * in_c, v, (p->wp - pad_l - cols) * in_c);
     }
-    mnh_fill16(x + (size_t)(pad_t + rows) * row, zp, (int)((p->hp - pad_t - rows) * row + 32));
+    DIRECT_FILL(x + (size_t)(pad_t + rows) * row, v, (p->hp - pad_t - rows) * row + 32);
     return x;
 }
 
@@ -293,14 +348,15 @@ static int conv_direct(const mn_word *args) {
     const direct_kernel k8 = few == 9 ? direct8x9 : few == 4 ? direct8x4 : few == 2 ? direct8x2 : few == 1 ? direct8x1
                                                                                                            : direct8;
     const int mr = few ? few : wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
-    const size_t wstep = (size_t)p->segs * p->lp * 16;
+    const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC;
     /* pixel blocks in bands whose windows stay in cache while each channel block's weights pass over them */
-    const int k = p->segs * p->lp * 2, band = mn_max(1, mn_min(DIRECT_BAND, 16384 / (mr * k * 2)));
+    const int bytes = p->segs * p->lp * DIRECT_STEP * (int)sizeof(direct_t); /* of a window */
+    const int band = mn_max(1, mn_min(DIRECT_BAND, 16384 / (mr * bytes)));
     __m256i acc[MR8];
-    const int16_t *px[DIRECT_BAND][MR8];
+    const direct_t *px[DIRECT_BAND][MR8];
     for (int b = 0; b < n; b++) {
-        const int16_t *x = direct_image(p, in + (size_t)b * in_h * in_w * in_c, in_h, in_w, in_c, MN_I(PAD_T),
-                                        MN_I(PAD_L), (int16_t)-MN_I(IN_OFF));
+        const direct_t *x = direct_image(p, in + (size_t)b * in_h * in_w * in_c, in_h, in_w, in_c, MN_I(PAD_T),
+                                         MN_I(PAD_L), -MN_I(IN_OFF));
         int8_t *ob = out + (size_t)b * total * out_c;
         int oy = 0, ox = 0; /* the next block's first pixel */
         for (int b0 = 0; b0 < total; b0 += band * mr) {
