@@ -52,6 +52,11 @@ CONV = [
     {"cin": 17, "cout": 33, "fh": 1, "fw": 1, "h": 4, "w": 5, "stride": (2, 2), "pad": 1},
     {"cin": 6, "cout": 20, "n": 2, "act": 3, "in_zp": -128, "out_zp": 127},
     {"cin": 64, "cout": 32, "fh": 5, "fw": 5, "h": 6, "w": 6},
+    # runs off the 4-tap step of the VNNI build (taps past a run's end weigh 0): 6, 2 per tap, 7, 3 per tap
+    {"cin": 2, "cout": 16, "h": 9, "w": 10, "pad": 1, "in_zp": 127},
+    {"cin": 2, "cout": 8, "dil": (1, 2), "h": 8, "w": 11, "in_zp": -128},
+    {"cin": 7, "cout": 17, "fh": 1, "fw": 1, "h": 6, "w": 7},
+    {"cin": 3, "cout": 32, "fh": 3, "fw": 3, "h": 10, "w": 9, "stride": (2, 2), "dil": (2, 2), "pad": 1},
 ]
 
 DEPTHWISE = [
@@ -100,12 +105,12 @@ def test_sums_beyond_the_short_requantization(op: str) -> None:
 # ---- the ports called directly: the output streamed over the input (`stage`), against the portable kernels ----
 
 
-def _kernel_library(name: str) -> ctypes.CDLL:
+def _kernel_library(name: str, defines: tuple[str, ...] = ()) -> ctypes.CDLL:
     d = Path(tempfile.mkdtemp(prefix="micronn-port-"))
     (d / f"{name}.c").write_text((lower.include_dir() / "host" / f"{name}.c").read_text())
     (d / f"{name}.portable.inc").write_text((lower.include_dir() / f"{name}.c").read_text())
     so = host_toolchain().shared_object([d / f"{name}.c"], [d, lower.include_dir(), lower.include_dir() / "host"],
-                                        FLAGS)
+                                        [*FLAGS, *(f"-D{m}" for m in defines)])
     return ctypes.CDLL(str(so))
 
 
@@ -140,6 +145,50 @@ def test_streamed_output_over_the_input(depthwise_op: bool, c: int, k: int, stri
         getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
         results.append(arena[:oh * ow * c].copy())
     assert results[0].tobytes() == results[1].tobytes()
+
+
+# ---- the direct path's two builds: AVX-512 VNNI (where the compiler targets it) and AVX2 (MNH_NO_VNNI) ----
+
+_KEEP: list = []  # argument arrays stay alive: the ports cache their packed weights by the argument array's address
+
+# (n, h, w, in_c, out_c, fh, fw, stride, dilation, pad): runs of every length mod 4, one run per tap, 1x1, channel
+# tails of 1..7 beside whole 8- and 16-channel blocks, images of at most 9 pixels (one block of pixels)
+BUILDS = [(1, 11, 10, 3, 16, 3, 3, 1, 1, 1), (2, 9, 13, 1, 9, 5, 5, 2, 1, 2), (1, 8, 12, 2, 24, 3, 3, 1, 2, 2),
+          (1, 7, 9, 5, 33, 3, 2, 1, 1, 0), (1, 6, 6, 16, 40, 1, 1, 1, 1, 0), (1, 9, 9, 7, 7, 3, 3, 2, 2, 1),
+          (1, 3, 3, 64, 20, 3, 3, 1, 1, 1), (1, 12, 14, 32, 48, 3, 3, 2, 1, 1), (1, 6, 7, 6, 10, 3, 3, 1, 3, 0)]
+
+
+@pytest.mark.parametrize("case", BUILDS, ids=[str(c) for c in BUILDS])
+def test_vnni_and_avx2_builds_agree(case: tuple) -> None:
+    """conv_2d.c built as NativeModel builds it and with -DMNH_NO_VNNI (the AVX2 direct path, on a VNNI host too)
+    give the portable kernel's bytes: random data, then the rails (weights all -128, inputs at -128 and 127, the
+    input offset at both ends: sums and -128 * sum(w) terms that wrap int32 nowhere they must not)."""
+    n, h, w, c, oc, fh, fw, stride, dil, pad = case
+    oh, ow = (h + 2 * pad - dil * (fh - 1) - 1) // stride + 1, (w + 2 * pad - dil * (fw - 1) - 1) // stride + 1
+    vnni, avx2 = _kernel_library("conv_2d"), _kernel_library("conv_2d", ("MNH_NO_VNNI",))
+    rng = np.random.default_rng(sum(case))
+    datas = [(rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 5),
+             (np.full((n, h, w, c), 127), np.full((oc, fh, fw, c), -128), -127),
+             (np.full((n, h, w, c), -128), np.full((oc, fh, fw, c), -128), 128),
+             (rng.choice([-128, 127], (n, h, w, c)), rng.choice([-128, 127], (oc, fh, fw, c)), 128)]
+    for x, weights, in_off in datas:
+        x, weights = x.astype(np.int8), weights.astype(np.int8)
+        bias = rng.integers(-30000, 30000, oc).astype(np.int32)
+        bias_full = (bias + in_off * weights.reshape(oc, -1).sum(1, dtype=np.int64)).astype(np.int32)
+        mult = rng.integers(1 << 30, (1 << 31) - 1, oc).astype(np.int32)
+        shift = rng.integers(-14, -6, oc).astype(np.int8)
+        results = []
+        for lib, fn in ((vnni, "mn_conv_2d_s8_portable"), (vnni, "mn_conv_2d_s8"), (avx2, "mn_conv_2d_s8")):
+            out = np.full(n * oh * ow * oc + 64, 77, np.int8)
+            words = [out.ctypes.data, x.ctypes.data, weights.ctypes.data, bias.ctypes.data, bias_full.ctypes.data,
+                     mult.ctypes.data, shift.ctypes.data, n, h, w, c, oh, ow, oc, fh, fw, c, stride, stride, dil, dil,
+                     pad, pad, in_off, -3, -128, 127, 0]
+            args = np.array([v & (2**64 - 1) for v in words], np.uint64)
+            _KEEP.append((args, out, x, weights, bias, bias_full, mult, shift))
+            getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
+            results.append(out.tobytes())
+        assert results[1] == results[0], "VNNI build"
+        assert results[2] == results[0], "MNH_NO_VNNI build"
 
 
 # ---- mnh_fq8_apply against mn_requant_s8 ----
