@@ -348,7 +348,8 @@ static int conv_direct(const mn_word *args) {
     const direct_kernel k8 = few == 9 ? direct8x9 : few == 4 ? direct8x4 : few == 2 ? direct8x2 : few == 1 ? direct8x1
                                                                                                            : direct8;
     const int mr = few ? few : wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
-    const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC;
+    const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC, step = (size_t)sw * in_c;
+    const size_t down = (size_t)sh * p->wp * in_c; /* from a window to the next one on its right, below */
     /* pixel blocks in bands whose windows stay in cache while each channel block's weights pass over them */
     const int bytes = p->segs * p->lp * DIRECT_STEP * (int)sizeof(direct_t); /* of a window */
     const int band = mn_max(1, mn_min(DIRECT_BAND, 16384 / (mr * bytes)));
@@ -358,14 +359,15 @@ static int conv_direct(const mn_word *args) {
         const direct_t *x = direct_image(p, in + (size_t)b * in_h * in_w * in_c, in_h, in_w, in_c, MN_I(PAD_T),
                                          MN_I(PAD_L), -MN_I(IN_OFF));
         int8_t *ob = out + (size_t)b * total * out_c;
-        int oy = 0, ox = 0; /* the next block's first pixel */
+        const direct_t *row = x, *q = x; /* the next block's first pixel: its row's first window, its own */
+        int ox = 0;
         for (int b0 = 0; b0 < total; b0 += band * mr) {
             const int nb = mn_min(band, (total - b0 + mr - 1) / mr);
             for (int j = 0; j < nb; j++) {
                 const int m = mn_min(mr, total - b0 - j * mr);
                 for (int i = 0; i < m; i++) {
-                    px[j][i] = x + ((size_t)oy * sh * p->wp + (size_t)ox * sw) * in_c;
-                    if (++ox == out_w) ox = 0, oy++;
+                    px[j][i] = q, q += step;
+                    if (++ox == out_w) ox = 0, row += down, q = row;
                 }
                 for (int i = m; i < MR8; i++) px[j][i] = px[j][m - 1]; /* computed, not stored */
             }
