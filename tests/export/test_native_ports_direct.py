@@ -1,10 +1,11 @@
-"""The direct int8 CONV_2D path (windows read in place from a widened, zero-point-padded image, register blocks of
-pixels x 8/16 channels), the paired int8 DEPTHWISE_CONV_2D path (a ring of column-pair rows) and their shorter
-exact requantization (mn_host.h's mnh_fq) give the interpreter's and the wheel's bytes: odd window runs, dilation,
-strides leaving rows and columns unread, channel tails, depth multipliers, left shifts and shifts of 0 beside right
-shifts in one layer, sums too large for mnh_fq (the general requantization), the output streamed over the input
-(`stage`); mnh_fq8_apply against mn_requant_s8 over every accumulator of a range around 0 and random ones up to
-its bound."""
+"""The direct int8 CONV_2D path (windows read in place from a zero-point-padded image, widened to int16 or, with
+AVX-512 VNNI, as uint8 x + 128 in steps of 4 taps; register blocks of pixels x 8/16 channels), the paired int8
+DEPTHWISE_CONV_2D path (a ring of column-pair rows) and their shorter exact requantization (mn_host.h's mnh_fq) give
+the interpreter's and the wheel's bytes: odd window runs, dilation, strides leaving rows and columns unread, channel
+tails, depth multipliers, left shifts and shifts of 0 beside right shifts in one layer, sums too large for mnh_fq
+(the general requantization), the output streamed over the input (`stage`), run lengths off the VNNI step; the VNNI
+and AVX2 (-DMNH_NO_VNNI) builds of the CONV_2D port against the portable kernel; mnh_fq8_apply against mn_requant_s8
+over every accumulator of a range around 0 and random ones up to its bound."""
 
 from __future__ import annotations
 
@@ -155,7 +156,8 @@ _KEEP: list = []  # argument arrays stay alive: the ports cache their packed wei
 # tails of 1..7 beside whole 8- and 16-channel blocks, images of at most 9 pixels (one block of pixels)
 BUILDS = [(1, 11, 10, 3, 16, 3, 3, 1, 1, 1), (2, 9, 13, 1, 9, 5, 5, 2, 1, 2), (1, 8, 12, 2, 24, 3, 3, 1, 2, 2),
           (1, 7, 9, 5, 33, 3, 2, 1, 1, 0), (1, 6, 6, 16, 40, 1, 1, 1, 1, 0), (1, 9, 9, 7, 7, 3, 3, 2, 2, 1),
-          (1, 3, 3, 64, 20, 3, 3, 1, 1, 1), (1, 12, 14, 32, 48, 3, 3, 2, 1, 1), (1, 6, 7, 6, 10, 3, 3, 1, 3, 0)]
+          (1, 3, 3, 64, 20, 3, 3, 1, 1, 1), (1, 12, 14, 32, 48, 3, 3, 2, 1, 1), (1, 6, 7, 6, 10, 3, 3, 1, 3, 0),
+          (1, 10, 9, 1, 8, 3, 3, 1, 2, 1)]
 
 
 @pytest.mark.parametrize("case", BUILDS, ids=[str(c) for c in BUILDS])
