@@ -87,19 +87,38 @@ static const dw_pack *dw_prepare(const mn_word *args) {
     return p;
 }
 
-/* ---- the paired path: a filter row's taps two at a time from rows of column pairs --------------------------------
+/* ---- the paired path: a filter row's taps two (VNNI: four) at a time from rows of column steps -----------------
  * A paired row holds, at each position x of a zero-point-padded input row and per 8-channel block, the 8 pairs
  * (in[y][x][c], in[y][x + dw][c]) as int16: taps fx and fx + 1 of a window are then one madd with the pair of their
- * weights, and an odd row's last tap pairs with a zero weight. Only the positions windows start pairs at are built
+ * weights, and an odd row's last tap pairs with a zero weight. Only the positions windows start steps at are built
  * (every other one under an even stride), and only the (fh - 1) * dh + 1 rows one output row reads are kept, in a
  * ring (the scratch below, shared by every call site), each built once per image. Per output row and 8-channel
  * block, the block's weights and requantization parameters stay in registers; requantization is mnh_fq's (the sums
- * are bounded: |acc| <= |bias_full| + taps * 128 * 128). */
+ * are bounded: |acc| <= |bias_full| + taps * 128 * 128).
+ *
+ * With AVX-512 VNNI (vpdpbusd: unsigned x signed bytes, 4 products a lane) a row holds instead, per position and
+ * block, the 8 quads (u[x][c], u[x + dw][c], u[x + 2 dw][c], u[x + 3 dw][c]) of u = in + 128 as uint8 (the border
+ * zp + 128): the same 32 bytes per position and block, a filter row's taps 4 at a time (taps past its end weigh 0).
+ * sum(u * w) = sum(in * w) + 128 * sum(w), so the sums start from bias_full - 128 * sum(w) of their channel
+ * (wrapping; the int32 sums are the AVX2 path's bit for bit). MNH_NO_VNNI builds the pairs on a VNNI host too. */
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__) && !defined(MNH_NO_VNNI)
+#define PAIR_VNNI 1
+typedef int8_t pair_w; /* the packed weights */
+enum { PAIR_STEP = 4 };
+#define PAIR_DOT(a, x, w) _mm256_dpbusd_epi32(a, x, w)
+#else
+typedef int16_t pair_w;
+enum { PAIR_STEP = 2 };
+#define PAIR_DOT(a, x, w) _mm256_add_epi32(a, _mm256_madd_epi16(x, w))
+#endif
+enum { PAIR_VEC = 8 * PAIR_STEP }; /* pair_w per step and 8-channel block: one vector */
+
 typedef struct {
-    int c8, fw2, g, xn;  /* 8-channel blocks; pairs per filter row; positions built every g; positions per row */
+    int c8, fw2, g, xn;  /* 8-channel blocks; steps per filter row; positions built every g; positions per row */
+    int c32;             /* 32-channel groups (VNNI; 0 otherwise): blocks 4 * c32 on hold channels in order */
     int ring;            /* paired rows kept */
-    int16_t *w;          /* per block, row and pair: 16 int16 */
-    int32_t *bias;       /* bias_full, padded to whole blocks */
+    pair_w *w;           /* per block, row and step: PAIR_VEC values */
+    int32_t *bias;       /* the sums' start: bias_full (VNNI: less 128 * sum(w)), padded to whole blocks */
     mnh_fq fq;
 } pair_pack;
 
@@ -112,55 +131,132 @@ static const pair_pack *pair_prepare(const mn_word *args, int wp) {
     mnh_slot *slot;
     pair_pack *p = (pair_pack *)mnh_lookup(args + 1, &slot);
     if (p) return p;
-    const int c = MN_I(IN_C) * MN_I(DEPTH_MULT), fh = MN_I(F_H), fw = MN_I(F_W), c8 = (c + 7) / 8, fw2 = (fw + 1) / 2;
+    const int c = MN_I(IN_C) * MN_I(DEPTH_MULT), fh = MN_I(F_H), fw = MN_I(F_W), c8 = (c + 7) / 8;
+    const int fw2 = (fw + PAIR_STEP - 1) / PAIR_STEP;
     const int taps = fh * fw;
+#if defined(PAIR_VNNI)
+    const int c32 = c / 32;
+#else
+    const int c32 = 0;
+#endif
     p = (pair_pack *)mnh_alloc(sizeof(pair_pack));
     if (!p) return NULL;
-    p->c8 = c8, p->fw2 = fw2, p->g = MN_I(S_W) % 2 == 0 ? 2 : 1, p->xn = (wp + p->g - 1) / p->g;
+    p->c8 = c8, p->fw2 = fw2, p->c32 = c32, p->g = MN_I(S_W) % 2 == 0 ? 2 : 1, p->xn = (wp + p->g - 1) / p->g;
     p->ring = (fh - 1) * MN_I(D_H) + 1;
-    p->w = (int16_t *)mnh_alloc((size_t)c8 * fh * fw2 * 16 * sizeof(int16_t));
+    p->w = (pair_w *)mnh_alloc((size_t)c8 * fh * fw2 * PAIR_VEC * sizeof(pair_w));
     p->bias = (int32_t *)mnh_alloc((size_t)c8 * 8 * sizeof(int32_t));
     int32_t *shift = (int32_t *)mnh_alloc((size_t)c8 * 8 * sizeof(int32_t));
+    int32_t *mult = (int32_t *)mnh_alloc((size_t)c8 * 8 * sizeof(int32_t));
     int64_t *bound = (int64_t *)mnh_alloc((size_t)c8 * 8 * sizeof(int64_t));
-    if (!p->w || !p->bias || !shift || !bound) return NULL;
+    if (!p->w || !p->bias || !shift || !mult || !bound) return NULL;
     const int8_t *filter = MN_P(const int8_t, FILTER);
-    for (int ch = 0; ch < c; ch++) {
-        int16_t *d = p->w + (size_t)(ch / 8) * fh * fw2 * 16 + 2 * (ch % 8);
+    for (int l = 0; l < c; l++) { /* lane l of block l / 8 holds channel ch */
+        const int j = l / 8 % 4, e = l % 8, ch = l < 32 * c32 ? l / 32 * 32 + e / 4 * 16 + 4 * j + e % 4 : l;
+        pair_w *d = p->w + (size_t)(l / 8) * fh * fw2 * PAIR_VEC + PAIR_STEP * e;
+        uint32_t sum = 0; /* of the channel's weights, wrapping */
         for (int fy = 0; fy < fh; fy++)
-            for (int fx = 0; fx < fw; fx++)
-                d[(fy * fw2 + fx / 2) * 16 + (fx & 1)] = filter[(size_t)(fy * fw + fx) * c + ch];
-        p->bias[ch] = MN_P(const int32_t, BIAS_FULL)[ch];
-        shift[ch] = MN_P(const int8_t, SHIFT)[ch];
-        bound[ch] = (p->bias[ch] < 0 ? -(int64_t)p->bias[ch] : p->bias[ch]) + (int64_t)taps * 128 * 128;
+            for (int fx = 0; fx < fw; fx++) {
+                const int8_t v = filter[(size_t)(fy * fw + fx) * c + ch];
+                d[(fy * fw2 + fx / PAIR_STEP) * PAIR_VEC + fx % PAIR_STEP] = v;
+                sum += (uint32_t)(int32_t)v;
+            }
+        const int32_t bias_full = MN_P(const int32_t, BIAS_FULL)[ch];
+#if defined(PAIR_VNNI)
+        p->bias[l] = (int32_t)((uint32_t)bias_full - 128u * sum);
+#else
+        p->bias[l] = bias_full, (void)sum;
+#endif
+        shift[l] = MN_P(const int8_t, SHIFT)[ch], mult[l] = MN_P(const int32_t, MULT)[ch];
+        bound[l] = (bias_full < 0 ? -(int64_t)bias_full : bias_full) + (int64_t)taps * 128 * 128;
     }
-    if (!mnh_fq_init(&p->fq, MN_P(const int32_t, MULT), shift, bound, MN_I(OUT_ZP), c, 8)) return NULL;
-    free(shift), free(bound);
+    if (!mnh_fq_init(&p->fq, mult, shift, bound, MN_I(OUT_ZP), c, 8)) return NULL;
+    free(shift), free(mult), free(bound);
     mnh_keep(slot, args + 1, p);
     return p;
 }
 
 /* Paired row y (padded coordinates) of one image into d: the padded int8 row first (channels repeated `mult`
- * times), then its pairs, 16 channels at a time where they are whole. */
+ * times; VNNI: u = x + 128, the border zp + 128), then its pairs (quads: 32 channels at a time in pair_group's
+ * order where c32 says, then 16 in order), 16 channels at a time where they are whole. */
 static void pair_build(const pair_pack *p, int16_t *d, int y, const int8_t *image, int in_h, int in_w, int in_c,
                        int mult, int pad_t, int pad_l, int wp, int dw, int8_t zp) {
     const int c = in_c * mult, c8 = p->c8, g = p->g, cols = mn_min(in_w, wp - pad_l), iy = y - pad_t;
+    const size_t len = ((size_t)wp + (PAIR_STEP - 1) * dw) * c;
+#if defined(PAIR_VNNI)
+    const uint8_t flip = 0x80; /* u = x + 128 */
+#else
+    const uint8_t flip = 0;
+#endif
     int8_t *r = pair_row;
-    memset(r, zp, ((size_t)wp + dw) * c + 16);
-    if (iy >= 0 && iy < in_h) {
+    if (iy < 0 || iy >= in_h) {
+        memset(r, zp ^ flip, len + 16);
+    } else {
         const int8_t *src = image + (size_t)iy * in_w * in_c;
         int8_t *dst = r + (size_t)pad_l * c;
+        memset(r, zp ^ flip, (size_t)pad_l * c);
+        memset(dst + (size_t)cols * c, zp ^ flip, len + 16 - (size_t)(pad_l + cols) * c);
         if (mult == 1) {
+#if defined(PAIR_VNNI)
+            const __m256i f = _mm256_set1_epi8((char)flip);
+            int i = 0;
+            for (; i + 32 <= cols * c; i += 32)
+                _mm256_storeu_si256((__m256i *)(dst + i),
+                                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + i)), f));
+            for (; i < cols * c; i++) dst[i] = (int8_t)(src[i] ^ flip);
+#else
             memcpy(dst, src, (size_t)cols * c);
+#endif
         } else if (mult % 8 == 0) {
             for (int i = 0; i < cols * in_c; i++) {
-                const uint64_t v = (uint8_t)src[i] * 0x0101010101010101ull;
+                const uint64_t v = (uint8_t)(src[i] ^ flip) * 0x0101010101010101ull;
                 for (int m = 0; m < mult; m += 8, dst += 8) memcpy(dst, &v, 8);
             }
         } else {
             for (int i = 0; i < cols * in_c; i++)
-                for (int m = 0; m < mult; m++) *dst++ = src[i];
+                for (int m = 0; m < mult; m++) *dst++ = (int8_t)(src[i] ^ flip);
         }
     }
+#if defined(PAIR_VNNI)
+    const size_t ds = (size_t)dw * c;
+    for (int x = 0; x < p->xn; x++) {
+        const int8_t *a = r + (size_t)x * g * c;
+        int k = 0;
+        for (; k < 4 * p->c32; k += 4, d += 64) { /* blocks of channels 0-3 and 16-19, 4-7 and 20-23, ... */
+            const __m256i t0 = _mm256_loadu_si256((const __m256i *)(a + 8 * k));
+            const __m256i t1 = _mm256_loadu_si256((const __m256i *)(a + ds + 8 * k));
+            const __m256i t2 = _mm256_loadu_si256((const __m256i *)(a + 2 * ds + 8 * k));
+            const __m256i t3 = _mm256_loadu_si256((const __m256i *)(a + 3 * ds + 8 * k));
+            const __m256i l01 = _mm256_unpacklo_epi8(t0, t1), h01 = _mm256_unpackhi_epi8(t0, t1);
+            const __m256i l23 = _mm256_unpacklo_epi8(t2, t3), h23 = _mm256_unpackhi_epi8(t2, t3);
+            _mm256_storeu_si256((__m256i *)d, _mm256_unpacklo_epi16(l01, l23));
+            _mm256_storeu_si256((__m256i *)(d + 16), _mm256_unpackhi_epi16(l01, l23));
+            _mm256_storeu_si256((__m256i *)(d + 32), _mm256_unpacklo_epi16(h01, h23));
+            _mm256_storeu_si256((__m256i *)(d + 48), _mm256_unpackhi_epi16(h01, h23));
+        }
+        for (; k + 2 <= c8; k += 2, d += 32) {
+            const __m128i t0 = _mm_loadu_si128((const __m128i *)(a + 8 * k));
+            const __m128i t1 = _mm_loadu_si128((const __m128i *)(a + ds + 8 * k));
+            const __m128i t2 = _mm_loadu_si128((const __m128i *)(a + 2 * ds + 8 * k));
+            const __m128i t3 = _mm_loadu_si128((const __m128i *)(a + 3 * ds + 8 * k));
+            const __m128i l01 = _mm_unpacklo_epi8(t0, t1), h01 = _mm_unpackhi_epi8(t0, t1);
+            const __m128i l23 = _mm_unpacklo_epi8(t2, t3), h23 = _mm_unpackhi_epi8(t2, t3);
+            _mm256_storeu_si256((__m256i *)d,
+                                _mm256_set_m128i(_mm_unpackhi_epi16(l01, l23), _mm_unpacklo_epi16(l01, l23)));
+            _mm256_storeu_si256((__m256i *)(d + 16),
+                                _mm256_set_m128i(_mm_unpackhi_epi16(h01, h23), _mm_unpacklo_epi16(h01, h23)));
+        }
+        if (k < c8) {
+            const __m128i t0 = _mm_loadl_epi64((const __m128i *)(a + 8 * k));
+            const __m128i t1 = _mm_loadl_epi64((const __m128i *)(a + ds + 8 * k));
+            const __m128i t2 = _mm_loadl_epi64((const __m128i *)(a + 2 * ds + 8 * k));
+            const __m128i t3 = _mm_loadl_epi64((const __m128i *)(a + 3 * ds + 8 * k));
+            const __m128i l01 = _mm_unpacklo_epi8(t0, t1), l23 = _mm_unpacklo_epi8(t2, t3);
+            _mm256_storeu_si256((__m256i *)d,
+                                _mm256_set_m128i(_mm_unpackhi_epi16(l01, l23), _mm_unpacklo_epi16(l01, l23)));
+            d += 16;
+        }
+    }
+#else
     for (int x = 0; x < p->xn; x++) {
         const int8_t *a = r + (size_t)x * g * c, *b = a + (size_t)dw * c;
         int k = 0;
@@ -178,18 +274,20 @@ static void pair_build(const pair_pack *p, int16_t *d, int y, const int8_t *imag
             d += 16;
         }
     }
+#endif
 }
 
-/* One output row of one 8-channel block from the paired rows rows[fy] (FH x FW2 pairs; constants where the caller
- * specialises); xs, qs: int16 between the windows of neighbouring pixels, between a row's pairs. */
+/* One output row of one 8-channel block from the paired rows rows[fy] (FH x FW2 steps; constants where the caller
+ * specialises); xs, qs: int16 (a position and block: 32 bytes) between the windows of neighbouring pixels, between
+ * a row's steps. */
 __attribute__((always_inline)) static inline void pair_block(const pair_pack *p, int k, const int16_t *const *rows,
                                                              int8_t *o, int out_w, int c, size_t xs, size_t qs,
                                                              int32_t lo, int32_t hi, int fh, int fw2, int left,
                                                              int e0) {
     enum { MAXW = 32 };
     __m256i w[MAXW];
-    const int16_t *wk = p->w + (size_t)k * fh * fw2 * 16;
-    for (int t = 0; t < fh * fw2 && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + 16 * t));
+    const pair_w *wk = p->w + (size_t)k * fh * fw2 * PAIR_VEC;
+    for (int t = 0; t < fh * fw2 && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
     const __m256i bias = _mm256_loadu_si256((const __m256i *)(p->bias + 8 * k));
     const mnh_fq8 r = mnh_fq8_load(&p->fq, 8 * k, lo, hi);
     const int n = mn_min(8, c - 8 * k);
@@ -201,9 +299,10 @@ __attribute__((always_inline)) static inline void pair_block(const pair_pack *p,
         for (int fy = 0; fy < fh; fy++)
             for (int q = 0; q < fw2; q++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(rows[fy] + at + q * qs));
-                const __m256i wt = fy * fw2 + q < MAXW ? w[fy * fw2 + q]
-                                                      : _mm256_loadu_si256((const __m256i *)(wk + 16 * (fy * fw2 + q)));
-                a = _mm256_add_epi32(a, _mm256_madd_epi16(v, wt));
+                const __m256i wt = fy * fw2 + q < MAXW
+                                       ? w[fy * fw2 + q]
+                                       : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * (fy * fw2 + q)));
+                a = PAIR_DOT(a, v, wt);
             }
         const __m128i b = mnh_bytes8(mnh_fq8_apply(a, &r, left, e0));
         if (n == 8) {
@@ -213,6 +312,57 @@ __attribute__((always_inline)) static inline void pair_block(const pair_pack *p,
             _mm_storeu_si128((__m128i *)tmp, b);
             memcpy(o, tmp, (size_t)n);
         }
+    }
+}
+
+/* mnh_fq8_apply less its clamp (which the caller applies to the saturated bytes: the same values for lo, hi within
+ * int8, saturation and the clamp both being monotonic). */
+__attribute__((always_inline)) static inline __m256i pair_fq8(__m256i acc, const mnh_fq8 *r, int left, int e0) {
+    const __m256i x = left ? _mm256_sllv_epi32(acc, r->left) : acc, nudge = _mm256_set1_epi64x((int64_t)1 << 30);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, r->mult), nudge);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), r->mult_odd), nudge);
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    __m256i s = _mm256_srai_epi32(h, 31);
+    if (e0) s = _mm256_and_si256(s, r->neg);
+    return _mm256_srav_epi32(_mm256_add_epi32(_mm256_add_epi32(h, r->add), s), r->right);
+}
+
+/* One output row of the 32 channels of group gi (blocks 4 gi .. 4 gi + 3, holding channels 0-3 and 16-19, 4-7 and
+ * 20-23, 8-11 and 24-27, 12-15 and 28-31 of the group): the in-lane packs of the four blocks' results put the 32
+ * bytes in channel order, then clamped to [lo, hi] as bytes. */
+__attribute__((always_inline)) static inline void pair_group(const pair_pack *p, int gi, const int16_t *const *rows,
+                                                             int8_t *o, int out_w, int c, size_t xs, size_t qs,
+                                                             int32_t lo, int32_t hi, int fh, int fw2, int left,
+                                                             int e0) {
+    enum { MAXW = 32 };
+    const int nw = 4 * fh * fw2; /* vectors of weights: per block, row and step */
+    __m256i w[MAXW], bias[4];
+    mnh_fq8 r[4];
+    const pair_w *wk = p->w + (size_t)gi * nw * PAIR_VEC;
+    for (int t = 0; t < nw && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
+    for (int j = 0; j < 4; j++) {
+        bias[j] = _mm256_loadu_si256((const __m256i *)(p->bias + 32 * gi + 8 * j));
+        r[j] = mnh_fq8_load(&p->fq, 32 * gi + 8 * j, lo, hi);
+    }
+    const __m256i blo = _mm256_set1_epi8((char)lo), bhi = _mm256_set1_epi8((char)hi);
+    const size_t kk = (size_t)gi * 64;
+    o += 32 * gi;
+    for (int ox = 0; ox < out_w; ox++, o += c) {
+        const size_t at = (size_t)ox * xs + kk;
+        __m256i a[4];
+        for (int j = 0; j < 4; j++) {
+            a[j] = bias[j];
+            for (int fy = 0; fy < fh; fy++)
+                for (int q = 0; q < fw2; q++) {
+                    const int t = (j * fh + fy) * fw2 + q;
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(rows[fy] + at + 16 * j + q * qs));
+                    const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
+                    a[j] = PAIR_DOT(a[j], v, wt);
+                }
+            a[j] = pair_fq8(a[j], &r[j], left, e0);
+        }
+        const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(a[0], a[1]), _mm256_packs_epi32(a[2], a[3]));
+        _mm256_storeu_si256((__m256i *)o, _mm256_min_epi8(_mm256_max_epi8(b, blo), bhi));
     }
 }
 
@@ -226,8 +376,9 @@ static int dw_paired(const mn_word *args) {
     if (mult < 1 || fh > PAIR_MAX_FH) return 0;
     const pair_pack *p = pair_prepare(args, wp);
     if (!p || !p->fq.ok) return 0;
+    if (p->c32 && (MN_I(ACT_MIN) < -128 || MN_I(ACT_MAX) > 127)) return 0; /* pair_group clamps bytes */
     const size_t row = (size_t)p->xn * p->c8 * 16, need = (size_t)p->ring * row;
-    const size_t row_need = ((size_t)wp + dw) * c + 16;
+    const size_t row_need = ((size_t)wp + (PAIR_STEP - 1) * dw) * c + 16; /* pair_build's reads and writes */
     if (need > pair_cap) {
         int16_t *b = (int16_t *)realloc(pair_scratch, need * sizeof(int16_t));
         if (!b) return 0;
@@ -242,7 +393,7 @@ static int dw_paired(const mn_word *args) {
     const int8_t *in = MN_P(const int8_t, IN);
     const int32_t lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
     const int left = p->fq.any_left, e0 = p->fq.any_e0, fw2 = p->fw2, ring = p->ring, pad_t = MN_I(PAD_T);
-    const size_t xs = (size_t)(sw / p->g) * p->c8 * 16, qs = (size_t)(2 * dw / p->g) * p->c8 * 16;
+    const size_t xs = (size_t)(sw / p->g) * p->c8 * 16, qs = (size_t)(PAIR_STEP * dw / p->g) * p->c8 * 16;
     const int8_t zp = (int8_t)-MN_I(IN_OFF);
     for (int b = 0; b < MN_I(N); b++) {
         const int8_t *image = in + (size_t)b * in_h * in_w * in_c;
@@ -257,9 +408,17 @@ static int dw_paired(const mn_word *args) {
                            MN_I(PAD_L), wp, dw, zp);
             for (int fy = 0; fy < fh; fy++) rows[fy] = pair_scratch + (size_t)((oy * sh + fy * dh) % ring) * row;
             int8_t *o = ob + (size_t)oy * out_w * c;
-            for (int k = 0; k < p->c8; k++) {
-                if (fh == 3 && fw2 == 2 && !left && !e0)
-                    pair_block(p, k, rows, o, out_w, c, xs, qs, lo, hi, 3, 2, 0, 0);
+            for (int gi = 0; gi < p->c32; gi++) {
+                if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left && !e0)
+                    pair_group(p, gi, rows, o, out_w, c, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0, 0);
+                else if (!left && !e0)
+                    pair_group(p, gi, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 0, 0);
+                else
+                    pair_group(p, gi, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 1, 1);
+            }
+            for (int k = 4 * p->c32; k < p->c8; k++) {
+                if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left && !e0)
+                    pair_block(p, k, rows, o, out_w, c, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0, 0);
                 else if (!left && !e0)
                     pair_block(p, k, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 0, 0);
                 else
