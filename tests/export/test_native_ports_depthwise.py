@@ -48,7 +48,8 @@ def _params(rng: np.random.Generator, weights: np.ndarray, in_off: int, shifts: 
 
 
 # (n, h, w, c, mult, fh, fw, stride, dilation, pad (top, left)): channels c * mult around the 8-, 16- and 32-channel
-# steps (1 group + 1 block, 2 groups + 2 blocks, 3 groups + a tail of 1..7), filter widths 1..5 (quads of 1..4 taps)
+# steps (1 group + 1 block, 2 groups + 2 blocks, 3 groups + a tail of 1..7, exactly 8: two pixels a step, odd rows),
+# filter widths 1..5 (quads of 1..4 taps)
 CASES = [(1, 9, 10, 32, 1, 3, 3, 1, 1, (1, 1)), (2, 11, 12, 40, 1, 3, 3, 2, 1, (1, 1)),
          (1, 10, 11, 80, 1, 3, 3, 1, 1, (0, 0)), (1, 12, 9, 101, 1, 3, 3, 2, 1, (1, 0)),
          (1, 8, 13, 51, 1, 5, 5, 1, 1, (2, 2)), (1, 14, 13, 33, 1, 3, 3, 1, (2, 3), (2, 3)),
@@ -56,7 +57,8 @@ CASES = [(1, 9, 10, 32, 1, 3, 3, 1, 1, (1, 1)), (2, 11, 12, 40, 1, 3, 3, 2, 1, (
          (1, 8, 10, 4, 8, 3, 3, 1, 1, (1, 1)), (1, 9, 8, 3, 12, 3, 5, (2, 1), 1, (1, 2)),
          (2, 7, 7, 2, 16, 3, 3, 2, 2, (2, 2)), (1, 6, 9, 5, 3, 1, 3, 1, 1, (0, 1)),
          (1, 10, 7, 96, 1, 3, 1, 1, 1, (1, 0)), (1, 5, 6, 48, 2, 3, 3, 1, 1, (1, 1)),
-         (1, 12, 12, 16, 1, 7, 7, 1, 1, (3, 3))]
+         (1, 12, 12, 16, 1, 7, 7, 1, 1, (3, 3)), (2, 11, 9, 8, 1, 3, 3, 1, 1, (1, 1)),
+         (1, 10, 13, 2, 4, 3, 3, 2, 1, (1, 1)), (1, 9, 10, 8, 1, 5, 5, 1, (1, 2), (2, 1))]
 
 
 def _pair(v: int | tuple) -> tuple[int, int]:
@@ -102,7 +104,7 @@ def test_vnni_and_avx2_builds_agree(case: tuple) -> None:
         _assert_same(_run(case, x.astype(np.int8), arrays, in_off, act, out_zp))
 
 
-@pytest.mark.parametrize("case", [CASES[1], CASES[3], CASES[8], CASES[13]], ids=str)
+@pytest.mark.parametrize("case", [CASES[1], CASES[3], CASES[8], CASES[13], CASES[15]], ids=str)
 @pytest.mark.parametrize("shifts", [(-20, 1), (0, 0), (1, 3)], ids=["mixed", "zero", "left"])
 def test_shifts(case: tuple, shifts: tuple[int, int]) -> None:
     """Right shifts beside shifts of 0 and left shifts (mnh_fq's LEFT and E0 variants), and all left."""
@@ -127,7 +129,7 @@ def test_sums_beyond_the_short_requantization(case: tuple) -> None:
     _assert_same(_run(case, x, arrays, -3, (-128, 127), 0))
 
 
-@pytest.mark.parametrize("c,k,stride", [(32, 3, 1), (40, 3, 2), (72, 5, 1), (19, 3, 1)])
+@pytest.mark.parametrize("c,k,stride", [(32, 3, 1), (40, 3, 2), (72, 5, 1), (19, 3, 1), (8, 3, 1), (8, 3, 2)])
 def test_streamed_output_over_the_input(c: int, k: int, stride: int) -> None:
     """`stage` set, the output starting `gap` pixels before the input (32-channel groups, blocks after them)."""
     rng = np.random.default_rng(c + k)

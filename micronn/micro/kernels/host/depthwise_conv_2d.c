@@ -2,7 +2,8 @@
  * argument words.
  *
  * The paired path (below) runs every call whose sums mnh_fq requantizes (|bias_full| + taps * 2^14 < 2^28, shifts
- * in range); the others run the per-pixel path: per output pixel, channels 16 (then 8) at a time, taps two at a
+ * in range; with AVX-512 VNNI, taps 4 at a time by vpdpbusd; 8, 16 and 32 channels' results packed to bytes together);
+ * the others run the per-pixel path: per output pixel, channels 16 (then 8) at a time, taps two at a
  * time: the two taps' int8 inputs widened to int16 and interleaved, so one madd per 8 channels adds both taps'
  * products; the weights are interleaved the same way once per call site (mn_host.h's cache). Taps outside the input
  * read a row holding the input zero point, so every window starts from `bias_full` (bias - zp * sum(w): a padded
@@ -218,10 +219,23 @@ static void pair_build(const pair_pack *p, int16_t *d, int y, const int8_t *imag
     }
 #if defined(PAIR_VNNI)
     const size_t ds = (size_t)dw * c;
-    for (int x = 0; x < p->xn; x++) {
+    if (c8 == 1) { /* one block: a tight loop */
+        const int8_t *a = r;
+        for (int x = 0, xn = p->xn; x < xn; x++, a += (size_t)g * c, d += 16) {
+            const __m128i l01 = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)a),
+                                                  _mm_loadl_epi64((const __m128i *)(a + ds)));
+            const __m128i l23 = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(a + 2 * ds)),
+                                                  _mm_loadl_epi64((const __m128i *)(a + 3 * ds)));
+            _mm256_storeu_si256((__m256i *)d,
+                                _mm256_set_m128i(_mm_unpackhi_epi16(l01, l23), _mm_unpacklo_epi16(l01, l23)));
+        }
+        return;
+    }
+    const int xn = p->xn, k32 = 4 * p->c32; /* locals: the stores below may alias *p */
+    for (int x = 0; x < xn; x++) {
         const int8_t *a = r + (size_t)x * g * c;
         int k = 0;
-        for (; k < 4 * p->c32; k += 4, d += 64) { /* blocks of channels 0-3 and 16-19, 4-7 and 20-23, ... */
+        for (; k < k32; k += 4, d += 64) { /* blocks of channels 0-3 and 16-19, 4-7 and 20-23, ... */
             const __m256i t0 = _mm256_loadu_si256((const __m256i *)(a + 8 * k));
             const __m256i t1 = _mm256_loadu_si256((const __m256i *)(a + ds + 8 * k));
             const __m256i t2 = _mm256_loadu_si256((const __m256i *)(a + 2 * ds + 8 * k));
@@ -277,6 +291,8 @@ static void pair_build(const pair_pack *p, int16_t *d, int y, const int8_t *imag
 #endif
 }
 
+enum { PAIR_MAX_FH = 64 };
+
 /* One output row of one 8-channel block from the paired rows rows[fy] (FH x FW2 steps; constants where the caller
  * specialises); xs, qs: int16 (a position and block: 32 bytes) between the windows of neighbouring pixels, between
  * a row's steps. */
@@ -285,6 +301,8 @@ __attribute__((always_inline)) static inline void pair_block(const pair_pack *p,
                                                              int32_t lo, int32_t hi, int fh, int fw2, int left,
                                                              int e0) {
     enum { MAXW = 32 };
+    const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
+    for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
     __m256i w[MAXW];
     const pair_w *wk = p->w + (size_t)k * fh * fw2 * PAIR_VEC;
     for (int t = 0; t < fh * fw2 && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
@@ -298,7 +316,7 @@ __attribute__((always_inline)) static inline void pair_block(const pair_pack *p,
         __m256i a = bias;
         for (int fy = 0; fy < fh; fy++)
             for (int q = 0; q < fw2; q++) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(rows[fy] + at + q * qs));
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(rw[fy] + at + q * qs));
                 const __m256i wt = fy * fw2 + q < MAXW
                                        ? w[fy * fw2 + q]
                                        : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * (fy * fw2 + q)));
@@ -335,6 +353,8 @@ __attribute__((always_inline)) static inline void pair_group(const pair_pack *p,
                                                              int32_t lo, int32_t hi, int fh, int fw2, int left,
                                                              int e0) {
     enum { MAXW = 32 };
+    const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
+    for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
     const int nw = 4 * fh * fw2; /* vectors of weights: per block, row and step */
     __m256i w[MAXW], bias[4];
     mnh_fq8 r[4];
@@ -355,7 +375,7 @@ __attribute__((always_inline)) static inline void pair_group(const pair_pack *p,
             for (int fy = 0; fy < fh; fy++)
                 for (int q = 0; q < fw2; q++) {
                     const int t = (j * fh + fy) * fw2 + q;
-                    const __m256i v = _mm256_loadu_si256((const __m256i *)(rows[fy] + at + 16 * j + q * qs));
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(rw[fy] + at + 16 * j + q * qs));
                     const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
                     a[j] = PAIR_DOT(a[j], v, wt);
                 }
@@ -366,7 +386,82 @@ __attribute__((always_inline)) static inline void pair_group(const pair_pack *p,
     }
 }
 
-enum { PAIR_MAX_FH = 64 };
+/* One output row of the 16 channels of blocks k, k + 1 (in order): the in-lane packs give channels 0-3, 8-11 |
+ * 4-7, 12-15, put in order by one permute, then clamped as bytes. */
+__attribute__((always_inline)) static inline void pair_two(const pair_pack *p, int k, const int16_t *const *rows,
+                                                           int8_t *o, int out_w, int c, size_t xs, size_t qs,
+                                                           int32_t lo, int32_t hi, int fh, int fw2, int left, int e0) {
+    enum { MAXW = 32 };
+    const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
+    for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
+    const int nw = 2 * fh * fw2; /* vectors of weights: per block, row and step */
+    __m256i w[MAXW], bias[2];
+    mnh_fq8 r[2];
+    const pair_w *wk = p->w + (size_t)k * fh * fw2 * PAIR_VEC;
+    for (int t = 0; t < nw && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
+    for (int j = 0; j < 2; j++) {
+        bias[j] = _mm256_loadu_si256((const __m256i *)(p->bias + 8 * (k + j)));
+        r[j] = mnh_fq8_load(&p->fq, 8 * (k + j), lo, hi);
+    }
+    const __m128i blo = _mm_set1_epi8((char)lo), bhi = _mm_set1_epi8((char)hi);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const size_t kk = (size_t)k * 16;
+    o += 8 * k;
+    for (int ox = 0; ox < out_w; ox++, o += c) {
+        const size_t at = (size_t)ox * xs + kk;
+        __m256i a[2];
+        for (int j = 0; j < 2; j++) {
+            a[j] = bias[j];
+            for (int fy = 0; fy < fh; fy++)
+                for (int q = 0; q < fw2; q++) {
+                    const int t = (j * fh + fy) * fw2 + q;
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(rw[fy] + at + 16 * j + q * qs));
+                    const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
+                    a[j] = PAIR_DOT(a[j], v, wt);
+                }
+            a[j] = pair_fq8(a[j], &r[j], left, e0);
+        }
+        const __m256i h = _mm256_packs_epi32(a[0], a[1]);
+        const __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packs_epi16(h, h), order));
+        _mm_storeu_si128((__m128i *)o, _mm_min_epi8(_mm_max_epi8(b, blo), bhi));
+    }
+}
+
+/* One output row of exactly 8 channels (one block), two pixels at a time (adjacent in the output): pair_two's
+ * packs over the two pixels' results; an odd last pixel is computed twice and stored once. */
+__attribute__((always_inline)) static inline void pair_px2(const pair_pack *p, const int16_t *const *rows, int8_t *o,
+                                                           int out_w, size_t xs, size_t qs, int32_t lo, int32_t hi,
+                                                           int fh, int fw2, int left, int e0) {
+    enum { MAXW = 32 };
+    const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
+    for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
+    __m256i w[MAXW];
+    for (int t = 0; t < fh * fw2 && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(p->w + PAIR_VEC * t));
+    const __m256i bias = _mm256_loadu_si256((const __m256i *)p->bias);
+    const mnh_fq8 r = mnh_fq8_load(&p->fq, 0, lo, hi);
+    const __m128i blo = _mm_set1_epi8((char)lo), bhi = _mm_set1_epi8((char)hi);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int ox = 0; ox < out_w; ox += 2, o += 16) {
+        __m256i a[2];
+        for (int j = 0; j < 2; j++) {
+            const size_t at = (size_t)mn_min(ox + j, out_w - 1) * xs;
+            a[j] = bias;
+            for (int fy = 0; fy < fh; fy++)
+                for (int q = 0; q < fw2; q++) {
+                    const int t = fy * fw2 + q;
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(rw[fy] + at + q * qs));
+                    const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(p->w + PAIR_VEC * t));
+                    a[j] = PAIR_DOT(a[j], v, wt);
+                }
+            a[j] = pair_fq8(a[j], &r, left, e0);
+        }
+        const __m256i h = _mm256_packs_epi32(a[0], a[1]);
+        const __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packs_epi16(h, h), order));
+        const __m128i y = _mm_min_epi8(_mm_max_epi8(b, blo), bhi);
+        if (ox + 1 < out_w) _mm_storeu_si128((__m128i *)o, y);
+        else _mm_storel_epi64((__m128i *)o, y);
+    }
+}
 
 static int dw_paired(const mn_word *args) {
     const int mult = MN_I(DEPTH_MULT), in_c = MN_I(IN_C), c = in_c * mult, fh = MN_I(F_H), fw = MN_I(F_W);
@@ -376,7 +471,7 @@ static int dw_paired(const mn_word *args) {
     if (mult < 1 || fh > PAIR_MAX_FH) return 0;
     const pair_pack *p = pair_prepare(args, wp);
     if (!p || !p->fq.ok) return 0;
-    if (p->c32 && (MN_I(ACT_MIN) < -128 || MN_I(ACT_MAX) > 127)) return 0; /* pair_group clamps bytes */
+    if (c >= 8 && (MN_I(ACT_MIN) < -128 || MN_I(ACT_MAX) > 127)) return 0; /* pair_group, _two, _px2 clamp bytes */
     const size_t row = (size_t)p->xn * p->c8 * 16, need = (size_t)p->ring * row;
     const size_t row_need = ((size_t)wp + (PAIR_STEP - 1) * dw) * c + 16; /* pair_build's reads and writes */
     if (need > pair_cap) {
@@ -416,7 +511,25 @@ static int dw_paired(const mn_word *args) {
                 else
                     pair_group(p, gi, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 1, 1);
             }
-            for (int k = 4 * p->c32; k < p->c8; k++) {
+            if (c == 8) {
+                if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left && !e0)
+                    pair_px2(p, rows, o, out_w, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0, 0);
+                else if (!left && !e0)
+                    pair_px2(p, rows, o, out_w, xs, qs, lo, hi, fh, fw2, 0, 0);
+                else
+                    pair_px2(p, rows, o, out_w, xs, qs, lo, hi, fh, fw2, 1, 1);
+                continue;
+            }
+            int k = 4 * p->c32;
+            for (; 8 * k + 16 <= c; k += 2) {
+                if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left && !e0)
+                    pair_two(p, k, rows, o, out_w, c, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0, 0);
+                else if (!left && !e0)
+                    pair_two(p, k, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 0, 0);
+                else
+                    pair_two(p, k, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 1, 1);
+            }
+            for (; k < p->c8; k++) {
                 if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left && !e0)
                     pair_block(p, k, rows, o, out_w, c, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0, 0);
                 else if (!left && !e0)
