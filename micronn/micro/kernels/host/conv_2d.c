@@ -150,6 +150,7 @@ typedef struct {
     int32_t *bias;               /* the sums' start: bias_full (VNNI: less 128 * sum(w)), padded to whole blocks */
     mnh_rq rq;
     mnh_fq fq;                   /* fq.ok: the sums are small enough for mnh_fq8_apply */
+    mnh_fr fr;                   /* where fq.ok: the same values by mnh_fr8_apply */
 } direct_pack;
 
 static direct_t *direct_scratch;
@@ -203,6 +204,7 @@ static const direct_pack *direct_prepare(const mn_word *args) {
     }
     if (!mnh_rq_init(&p->rq, mult, shift, blocks * 8, 8)) return NULL;
     if (!mnh_fq_init(&p->fq, mult, shift, bound, MN_I(OUT_ZP), out_c, 8)) return NULL;
+    if (p->fq.ok && !mnh_fr_init(&p->fr, &p->fq, out_c, 8)) return NULL;
     free(mult), free(shift), free(bound);
     mnh_keep(slot, args + 1, p);
     return p;
@@ -282,6 +284,54 @@ __attribute__((always_inline)) static inline void direct_store8(int8_t *out, siz
     }
 }
 
+/* Two pixels' 16 channels (y0, y1 of each, int32 in channel order) as 32 bytes, pixel a's then b's, clamped to
+ * [lo, hi] (the bytes of lo8, hi8): saturated to int16 then int8 (in lane order), the dwords put back in order. */
+static inline __m256i direct_bytes2x16(__m256i a0, __m256i a1, __m256i b0, __m256i b1, __m256i lo8, __m256i hi8) {
+    const __m256i u = _mm256_packs_epi16(_mm256_packs_epi32(a0, a1), _mm256_packs_epi32(b0, b1));
+    const __m256i v = _mm256_permutevar8x32_epi32(u, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    return _mm256_min_epi8(_mm256_max_epi8(v, lo8), hi8);
+}
+
+/* m pixels' 16 channels (acc[2 i], acc[2 i + 1]) requantized by mnh_fr and stored, n <= 16 of them per pixel, two
+ * pixels at a time (an odd last one paired with itself). */
+__attribute__((always_inline)) static inline void direct_put16(int8_t *out, size_t stride, int m, int n,
+                                                               const __m256i *acc, const mnh_fr8 *r0,
+                                                               const mnh_fr8 *r1, __m256i lo8, __m256i hi8) {
+    for (int i = 0; i < m; i += 2) {
+        const int j = i + 1 < m ? i + 1 : i;
+        const __m256i b = direct_bytes2x16(mnh_fr8_apply(acc[2 * i], r0), mnh_fr8_apply(acc[2 * i + 1], r1),
+                                           mnh_fr8_apply(acc[2 * j], r0), mnh_fr8_apply(acc[2 * j + 1], r1), lo8,
+                                           hi8);
+        if (n == 16) {
+            _mm_storeu_si128((__m128i *)(out + i * stride), _mm256_castsi256_si128(b));
+            if (j > i) _mm_storeu_si128((__m128i *)(out + j * stride), _mm256_extracti128_si256(b, 1));
+        } else {
+            int8_t tmp[32];
+            _mm256_storeu_si256((__m256i *)tmp, b);
+            memcpy(out + i * stride, tmp, (size_t)n);
+            if (j > i) memcpy(out + j * stride, tmp + 16, (size_t)n);
+        }
+    }
+}
+
+/* m pixels' 8 channels (acc[i]) requantized by mnh_fr and stored, n <= 8 of them per pixel, four pixels at a time
+ * (the last ones of a partial four repeated). */
+__attribute__((always_inline)) static inline void direct_put8(int8_t *out, size_t stride, int m, int n,
+                                                              const __m256i *acc, const mnh_fr8 *r, __m256i lo8,
+                                                              __m256i hi8) {
+    for (int i = 0; i < m; i += 4) {
+        const int i1 = mn_min(i + 1, m - 1), i2 = mn_min(i + 2, m - 1), i3 = mn_min(i + 3, m - 1);
+        const __m256i b = direct_bytes2x16(mnh_fr8_apply(acc[i], r), mnh_fr8_apply(acc[i1], r),
+                                           mnh_fr8_apply(acc[i2], r), mnh_fr8_apply(acc[i3], r), lo8, hi8);
+        int8_t tmp[32];
+        _mm256_storeu_si256((__m256i *)tmp, b);
+        for (int k = 0; k < 4 && i + k < m; k++) {
+            if (n == 8) memcpy(out + (i + k) * stride, tmp + 8 * k, 8);
+            else memcpy(out + (i + k) * stride, tmp + 8 * k, (size_t)n);
+        }
+    }
+}
+
 /* The scratch holds at least `need` values; 0 when out of memory. */
 static int direct_reserve(size_t need) {
     if (need <= direct_cap) return 1;
@@ -348,6 +398,8 @@ static int conv_direct(const mn_word *args) {
     const direct_kernel k8 = few == 9 ? direct8x9 : few == 4 ? direct8x4 : few == 2 ? direct8x2 : few == 1 ? direct8x1
                                                                                                            : direct8;
     const int mr = few ? few : wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
+    const int folded = fast && lo >= -128 && lo <= hi && hi <= 127; /* mnh_fr, the clamp on bytes */
+    const __m256i lo8 = _mm256_set1_epi8((char)lo), hi8 = _mm256_set1_epi8((char)hi);
     const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC, step = (size_t)sw * in_c;
     const size_t down = (size_t)sh * p->wp * in_c; /* from a window to the next one on its right, below */
     /* pixel blocks in bands whose windows stay in cache while each channel block's weights pass over them */
@@ -375,6 +427,8 @@ static int conv_direct(const mn_word *args) {
             for (; wide && !few && bl + 2 <= blocks; bl += 2) {
                 const int nn = mn_min(16, out_c - bl * 8);
                 const mnh_fq8 r0 = mnh_fq8_load(&p->fq, bl * 8, lo, hi), r1 = mnh_fq8_load(&p->fq, bl * 8 + 8, lo, hi);
+                mnh_fr8 f0, f1;
+                if (folded) f0 = mnh_fr8_load(&p->fr, bl * 8), f1 = mnh_fr8_load(&p->fr, bl * 8 + 8);
                 for (int j = 0; j < nb; j++) {
                     const int p0 = b0 + j * mr, m = mn_min(mr, total - p0);
                     int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
@@ -382,6 +436,8 @@ static int conv_direct(const mn_word *args) {
                     if (!fast) {
                         mnh_store8xm(o, (size_t)out_c, m, mn_min(8, nn), acc, 2, &p->rq, bl * 8, out_zp, lo, hi);
                         mnh_store8xm(o + 8, (size_t)out_c, m, nn - 8, acc + 1, 2, &p->rq, bl * 8 + 8, out_zp, lo, hi);
+                    } else if (folded) {
+                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8);
                     } else if (!left && !e0) {
                         direct_store16(o, (size_t)out_c, m, nn, acc, &r0, &r1, 0, 0);
                     } else {
@@ -392,11 +448,14 @@ static int conv_direct(const mn_word *args) {
             for (; bl < blocks; bl++) {
                 const int nn = mn_min(8, out_c - bl * 8);
                 const mnh_fq8 r = mnh_fq8_load(&p->fq, bl * 8, lo, hi);
+                mnh_fr8 f;
+                if (folded) f = mnh_fr8_load(&p->fr, bl * 8);
                 for (int j = 0; j < nb; j++) {
                     const int p0 = b0 + j * mr, m = mn_min(mr, total - p0);
                     int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
                     k8(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
                     if (!fast) mnh_store8xm(o, (size_t)out_c, m, nn, acc, 1, &p->rq, bl * 8, out_zp, lo, hi);
+                    else if (folded) direct_put8(o, (size_t)out_c, m, nn, acc, &f, lo8, hi8);
                     else if (!left && !e0) direct_store8(o, (size_t)out_c, m, nn, acc, &r, 0, 0);
                     else direct_store8(o, (size_t)out_c, m, nn, acc, &r, 1, 1);
                 }

@@ -1,0 +1,146 @@
+"""The CONV_2D port's direct path requantized by mn_host.h's mnh_fr (the zero point and rounding constant inside the
+64-bit product, TFLM's negative-h unit as a compare on the shifted sum, the clamp on saturated bytes) and its stores
+(16-channel blocks two pixels at a time, 8-channel blocks four at a time, an odd or partial last group repeated):
+mnh_fr8_apply against mn_requant_s8 over every accumulator of a range around 0 and random ones up to mnh_fq's bound,
+multipliers 0, 1 and across [2^30, 2^31), shifts -20..10, zero points at the rails; and conv_2d.c, built as
+NativeModel builds it and with -DMNH_NO_VNNI, against the portable kernel on layers whose pixel counts are not whole
+groups or blocks, with channel tails, activation bounds inside the int8 range, left shifts and shifts of 0."""
+
+from __future__ import annotations
+
+import ctypes
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_native_ports_direct import _kernel_library
+
+from micronn.export.native import FLAGS, host_toolchain
+from micronn.micro import lower
+
+FR_TEST = r"""
+#include "mn_host.h"
+/* For each parameter set: every acc in [-span, span] and `randoms` random ones within the bound mnh_fq accepts, each
+ * through mnh_fr8_apply clamped to [lo, hi]; returns the number of differences from mn_requant_s8, or -1 where mnh_fq
+ * refused a set it should accept. */
+long mnh_fr_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, int sets, int32_t span, int randoms,
+                  int32_t lo, int32_t hi) {
+    long bad = 0;
+    uint64_t s = 88172645463325252ull;
+    for (int i = 0; i < sets; i++) {
+        const int left = shift[i] > 0 ? shift[i] : 0;
+        const int64_t lim = (((int64_t)1 << 28) >> left) - 1;
+        int32_t m8[8], s8[8];
+        int64_t b8[8];
+        for (int j = 0; j < 8; j++) m8[j] = mult[(i + j) % sets], s8[j] = shift[i], b8[j] = lim;
+        mnh_fq q;
+        mnh_fr f;
+        if (!mnh_fq_init(&q, m8, s8, b8, zp[i], 8, 8) || !q.ok || !mnh_fr_init(&f, &q, 8, 8)) return -1;
+        const mnh_fr8 r = mnh_fr8_load(&f, 0);
+        const int32_t sp = span < lim ? span : (int32_t)lim;
+        for (int64_t a0 = -(int64_t)sp; a0 <= sp + 8 * (int64_t)randoms; a0 += 8) {
+            int32_t acc[8], got[8];
+            for (int j = 0; j < 8; j++) {
+                if (a0 <= sp) {
+                    const int64_t a = a0 + j;
+                    acc[j] = (int32_t)(a > lim ? lim : a);
+                } else {
+                    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+                    acc[j] = (int32_t)((int64_t)(s % (uint64_t)(2 * lim + 1)) - lim);
+                }
+            }
+            const __m256i y = mnh_fr8_apply(_mm256_loadu_si256((const __m256i *)acc), &r);
+            _mm256_storeu_si256((__m256i *)got, y);
+            for (int j = 0; j < 8; j++) {
+                const int32_t v = got[j] < lo ? lo : got[j] > hi ? hi : got[j];
+                bad += v != mn_requant_s8(acc[j], m8[j], s8[j], zp[i], lo, hi);
+            }
+        }
+    }
+    return bad;
+}
+"""
+
+
+@pytest.mark.parametrize("lo,hi", [(-128, 127), (-5, 90)])
+def test_folded_requantization_is_mn_requant_s8(lo: int, hi: int) -> None:
+    """Shifts -20..10 (within mnh_fq's bound), multipliers 0, 1, small, at both ends of [2^30, 2^31) and between
+    (eight different ones a vector: even and odd lanes), zero points at both rails: every accumulator in
+    [-2^19, 2^19] and 2^16 random ones up to the bound."""
+    d = Path(tempfile.mkdtemp(prefix="micronn-fr-"))
+    (d / "fr.c").write_text(FR_TEST)
+    so = host_toolchain().shared_object([d / "fr.c"], [d, lower.include_dir(), lower.include_dir() / "host"], FLAGS)
+    lib = ctypes.CDLL(str(so))
+    if not hasattr(lib, "mnh_fr_check"):
+        pytest.skip("no AVX2")
+    lib.mnh_fr_check.restype = ctypes.c_long
+    rng = np.random.default_rng(7)
+    params = []
+    for shift in range(-20, 11):
+        for m in ((1 << 30), (1 << 31) - 1, int(rng.integers(1 << 30, 1 << 31)), 0, 1, 12345, (1 << 30) - 1):
+            params.append((m, shift, int(rng.choice([-128, -5, 0, 127]))))
+    mult, shift, zp = (np.array(v, np.int32) for v in zip(*params))
+    n, i32 = ctypes.c_int, ctypes.c_int32
+    bad = lib.mnh_fr_check(mult.ctypes.data_as(ctypes.c_void_p), shift.ctypes.data_as(ctypes.c_void_p),
+                           zp.ctypes.data_as(ctypes.c_void_p), n(len(params)), i32(1 << 19), n(1 << 13), i32(lo),
+                           i32(hi))
+    assert bad == 0
+
+
+_KEEP: list = []  # argument arrays stay alive: the ports cache their packed weights by the argument array's address
+
+# (n, h, w, in_c, out_c, fh, fw, stride, pad, lo, hi): 1x1 layers with channel tails and pixel counts off the pairs,
+# fours, 6- and 12-pixel blocks; images of at most 9 pixels; activation bounds inside the int8 range
+CASES = [(1, 5, 7, 16, 16, 1, 1, 1, 0, -128, 127), (1, 7, 5, 16, 24, 1, 1, 1, 0, -128, 127),
+         (2, 3, 11, 24, 17, 1, 1, 1, 0, -3, 127), (1, 13, 1, 8, 8, 1, 1, 1, 0, -128, 127),
+         (1, 11, 3, 32, 7, 1, 1, 1, 0, -128, 100), (1, 1, 7, 40, 40, 1, 1, 1, 0, -128, 127),
+         (1, 3, 3, 16, 33, 1, 1, 1, 0, 0, 127), (1, 1, 5, 12, 3, 1, 1, 1, 0, -128, 127),
+         (1, 9, 9, 16, 16, 3, 3, 1, 1, -128, 127), (1, 10, 7, 8, 15, 3, 3, 2, 1, -20, 20),
+         (1, 1, 1, 16, 16, 1, 1, 1, 0, -128, 127), (1, 2, 1, 16, 9, 1, 1, 1, 0, -128, 127),
+         (1, 4, 5, 16, 25, 1, 1, 1, 0, -128, 127), (1, 5, 5, 8, 9, 3, 3, 1, 1, -128, 127),
+         (1, 3, 5, 16, 13, 1, 1, 1, 0, -128, 127)]
+
+
+def _params(rng: np.random.Generator, oc: int, kind: int) -> tuple[np.ndarray, np.ndarray]:
+    if kind == 0:  # QuantizeMultiplier's: [2^30, 2^31), right shifts
+        return rng.integers(1 << 30, (1 << 31) - 1, oc).astype(np.int32), rng.integers(-14, -6, oc).astype(np.int8)
+    if kind == 1:  # the ends of the range, shifts of 0 and left shifts beside right ones
+        mult = rng.choice([1 << 30, (1 << 31) - 1, 1 << 30 | 1], oc).astype(np.int32)
+        return mult, rng.choice([-20, -1, 0, 1, 3], oc).astype(np.int8)
+    mult = rng.choice([0, 1, 3, 77777, (1 << 30) - 1], oc).astype(np.int32)  # small multipliers
+    return mult, rng.choice([-2, -1, 0, 2], oc).astype(np.int8)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
+def test_blocks_match_the_portable_kernel(case: tuple) -> None:
+    """conv_2d.c (VNNI and -DMNH_NO_VNNI builds) against its portable kernel: random data, then the rails, with
+    three kinds of requantization parameters."""
+    n, h, w, c, oc, fh, fw, stride, pad, lo, hi = case
+    oh, ow = (h + 2 * pad - fh) // stride + 1, (w + 2 * pad - fw) // stride + 1
+    vnni, avx2 = _kernel_library("conv_2d"), _kernel_library("conv_2d", ("MNH_NO_VNNI",))
+    rng = np.random.default_rng(sum(case) + 11)
+    datas = [(rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 5, 0),
+             (np.full((n, h, w, c), 127), np.full((oc, fh, fw, c), -128), -127, 1),
+             (np.full((n, h, w, c), -128), np.full((oc, fh, fw, c), -128), 128, 2),
+             (rng.choice([-128, 127], (n, h, w, c)), rng.choice([-128, 127], (oc, fh, fw, c)), 128, 0),
+             (rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), -7, 1),
+             (rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 0, 2)]
+    for x, weights, in_off, kind in datas:
+        x, weights = x.astype(np.int8), weights.astype(np.int8)
+        bias = rng.integers(-30000, 30000, oc).astype(np.int32)
+        bias_full = (bias + in_off * weights.reshape(oc, -1).sum(1, dtype=np.int64)).astype(np.int32)
+        mult, shift = _params(rng, oc, kind)
+        out_zp = int(rng.choice([-128, -3, 127]))
+        results = []
+        for lib, fn in ((vnni, "mn_conv_2d_s8_portable"), (vnni, "mn_conv_2d_s8"), (avx2, "mn_conv_2d_s8")):
+            out = np.full(n * oh * ow * oc + 64, 77, np.int8)
+            words = [out.ctypes.data, x.ctypes.data, weights.ctypes.data, bias.ctypes.data, bias_full.ctypes.data,
+                     mult.ctypes.data, shift.ctypes.data, n, h, w, c, oh, ow, oc, fh, fw, c, stride, stride, 1, 1,
+                     pad, pad, in_off, out_zp, lo, hi, 0]
+            args = np.array([v & (2**64 - 1) for v in words], np.uint64)
+            _KEEP.append((args, out, x, weights, bias, bias_full, mult, shift))
+            getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
+            results.append(out.tobytes())
+        assert results[1] == results[0], "VNNI build"
+        assert results[2] == results[0], "MNH_NO_VNNI build"
