@@ -239,7 +239,12 @@ static const direct_pack *direct_prepare(const mn_word *args) {
         for (int i = 0; i < MR; i++)                                                                                \
             for (int v = 0; v < NV; v++) acc[i * NV + v] = a[i][v];                                                 \
     }
-enum { MR16 = 6, MR8 = 12, DIRECT_BAND = 32 };
+#if defined(__AVX512VL__)
+enum { MR16 = 12 }; /* 24 accumulators of the 32 vector registers */
+#else
+enum { MR16 = 6 };
+#endif
+enum { MR8 = 12, DIRECT_BAND = 32, DIRECT_ACC = 2 * MR16 > MR8 ? 2 * MR16 : MR8 };
 DIRECT_KERNEL(direct16, MR16, 2)
 DIRECT_KERNEL(direct8, MR8, 1)
 DIRECT_KERNEL(direct8x9, 9, 1)
@@ -405,7 +410,7 @@ static int conv_direct(const mn_word *args) {
     /* pixel blocks in bands whose windows stay in cache while each channel block's weights pass over them */
     const int bytes = p->segs * p->lp * DIRECT_STEP * (int)sizeof(direct_t); /* of a window */
     const int band = mn_max(1, mn_min(DIRECT_BAND, 16384 / (mr * bytes)));
-    __m256i acc[MR8];
+    __m256i acc[DIRECT_ACC];
     const direct_t *px[DIRECT_BAND][MR8];
     for (int b = 0; b < n; b++) {
         const direct_t *x = direct_image(p, in + (size_t)b * in_h * in_w * in_c, in_h, in_w, in_c, MN_I(PAD_T),
