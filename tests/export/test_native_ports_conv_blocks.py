@@ -22,8 +22,8 @@ from micronn.micro import lower
 FR_TEST = r"""
 #include "mn_host.h"
 /* For each parameter set: every acc in [-span, span] and `randoms` random ones within the bound mnh_fq accepts, each
- * through mnh_fr8_apply clamped to [lo, hi]; returns the number of differences from mn_requant_s8, or -1 where mnh_fq
- * refused a set it should accept. */
+ * through mnh_fr8_apply (both forms where no left shift) clamped to [lo, hi]; returns the number of differences from
+ * mn_requant_s8, or -1 where mnh_fq refused a set it should accept. */
 long mnh_fr_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, int sets, int32_t span, int randoms,
                   int32_t lo, int32_t hi) {
     long bad = 0;
@@ -50,11 +50,13 @@ long mnh_fr_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, 
                     acc[j] = (int32_t)((int64_t)(s % (uint64_t)(2 * lim + 1)) - lim);
                 }
             }
-            const __m256i y = mnh_fr8_apply(_mm256_loadu_si256((const __m256i *)acc), &r);
-            _mm256_storeu_si256((__m256i *)got, y);
-            for (int j = 0; j < 8; j++) {
-                const int32_t v = got[j] < lo ? lo : got[j] > hi ? hi : got[j];
-                bad += v != mn_requant_s8(acc[j], m8[j], s8[j], zp[i], lo, hi);
+            for (int with_left = left ? 1 : 0; with_left < 2; with_left++) { /* no left shift: both forms */
+                const __m256i a = _mm256_loadu_si256((const __m256i *)acc);
+                _mm256_storeu_si256((__m256i *)got, with_left ? mnh_fr8_apply(a, &r, 1) : mnh_fr8_apply(a, &r, 0));
+                for (int j = 0; j < 8; j++) {
+                    const int32_t v = got[j] < lo ? lo : got[j] > hi ? hi : got[j];
+                    bad += v != mn_requant_s8(acc[j], m8[j], s8[j], zp[i], lo, hi);
+                }
             }
         }
     }

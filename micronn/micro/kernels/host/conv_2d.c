@@ -301,12 +301,12 @@ static inline __m256i direct_bytes2x16(__m256i a0, __m256i a1, __m256i b0, __m25
  * pixels at a time (an odd last one paired with itself). */
 __attribute__((always_inline)) static inline void direct_put16(int8_t *out, size_t stride, int m, int n,
                                                                const __m256i *acc, const mnh_fr8 *r0,
-                                                               const mnh_fr8 *r1, __m256i lo8, __m256i hi8) {
+                                                               const mnh_fr8 *r1, __m256i lo8, __m256i hi8, int left) {
     for (int i = 0; i < m; i += 2) {
         const int j = i + 1 < m ? i + 1 : i;
-        const __m256i b = direct_bytes2x16(mnh_fr8_apply(acc[2 * i], r0), mnh_fr8_apply(acc[2 * i + 1], r1),
-                                           mnh_fr8_apply(acc[2 * j], r0), mnh_fr8_apply(acc[2 * j + 1], r1), lo8,
-                                           hi8);
+        const __m256i a0 = mnh_fr8_apply(acc[2 * i], r0, left), a1 = mnh_fr8_apply(acc[2 * i + 1], r1, left);
+        const __m256i b0 = mnh_fr8_apply(acc[2 * j], r0, left), b1 = mnh_fr8_apply(acc[2 * j + 1], r1, left);
+        const __m256i b = direct_bytes2x16(a0, a1, b0, b1, lo8, hi8);
         if (n == 16) {
             _mm_storeu_si128((__m128i *)(out + i * stride), _mm256_castsi256_si128(b));
             if (j > i) _mm_storeu_si128((__m128i *)(out + j * stride), _mm256_extracti128_si256(b, 1));
@@ -323,11 +323,11 @@ __attribute__((always_inline)) static inline void direct_put16(int8_t *out, size
  * (the last ones of a partial four repeated). */
 __attribute__((always_inline)) static inline void direct_put8(int8_t *out, size_t stride, int m, int n,
                                                               const __m256i *acc, const mnh_fr8 *r, __m256i lo8,
-                                                              __m256i hi8) {
+                                                              __m256i hi8, int left) {
     for (int i = 0; i < m; i += 4) {
         const int i1 = mn_min(i + 1, m - 1), i2 = mn_min(i + 2, m - 1), i3 = mn_min(i + 3, m - 1);
-        const __m256i b = direct_bytes2x16(mnh_fr8_apply(acc[i], r), mnh_fr8_apply(acc[i1], r),
-                                           mnh_fr8_apply(acc[i2], r), mnh_fr8_apply(acc[i3], r), lo8, hi8);
+        const __m256i b = direct_bytes2x16(mnh_fr8_apply(acc[i], r, left), mnh_fr8_apply(acc[i1], r, left),
+                                           mnh_fr8_apply(acc[i2], r, left), mnh_fr8_apply(acc[i3], r, left), lo8, hi8);
         int8_t tmp[32];
         _mm256_storeu_si256((__m256i *)tmp, b);
         for (int k = 0; k < 4 && i + k < m; k++) {
@@ -441,8 +441,10 @@ static int conv_direct(const mn_word *args) {
                     if (!fast) {
                         mnh_store8xm(o, (size_t)out_c, m, mn_min(8, nn), acc, 2, &p->rq, bl * 8, out_zp, lo, hi);
                         mnh_store8xm(o + 8, (size_t)out_c, m, nn - 8, acc + 1, 2, &p->rq, bl * 8 + 8, out_zp, lo, hi);
+                    } else if (folded && !left) {
+                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8, 0);
                     } else if (folded) {
-                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8);
+                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8, 1);
                     } else if (!left && !e0) {
                         direct_store16(o, (size_t)out_c, m, nn, acc, &r0, &r1, 0, 0);
                     } else {
@@ -460,7 +462,8 @@ static int conv_direct(const mn_word *args) {
                     int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
                     k8(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
                     if (!fast) mnh_store8xm(o, (size_t)out_c, m, nn, acc, 1, &p->rq, bl * 8, out_zp, lo, hi);
-                    else if (folded) direct_put8(o, (size_t)out_c, m, nn, acc, &f, lo8, hi8);
+                    else if (folded && !left) direct_put8(o, (size_t)out_c, m, nn, acc, &f, lo8, hi8, 0);
+                    else if (folded) direct_put8(o, (size_t)out_c, m, nn, acc, &f, lo8, hi8, 1);
                     else if (!left && !e0) direct_store8(o, (size_t)out_c, m, nn, acc, &r, 0, 0);
                     else direct_store8(o, (size_t)out_c, m, nn, acc, &r, 1, 1);
                 }

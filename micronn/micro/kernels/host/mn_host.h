@@ -352,9 +352,10 @@ static inline mnh_fr8 mnh_fr8_load(const mnh_fr *r, int c) {
     return v;
 }
 
-/* Eight sums requantized with zp, not clamped (see mnh_fr). */
-__attribute__((always_inline)) static inline __m256i mnh_fr8_apply(__m256i acc, const mnh_fr8 *r) {
-    const __m256i x2 = _mm256_sllv_epi32(acc, r->left1);
+/* Eight sums requantized with zp, not clamped (see mnh_fr). LEFT: some channel of the call has a left shift (a
+ * compile-time constant at the call; 0: acc + acc is the shift by left + 1 = 1). */
+__attribute__((always_inline)) static inline __m256i mnh_fr8_apply(__m256i acc, const mnh_fr8 *r, int left) {
+    const __m256i x2 = left ? _mm256_sllv_epi32(acc, r->left1) : _mm256_add_epi32(acc, acc);
     const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x2, r->mult), r->k_even);
     const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x2, 32), r->mult_odd), r->k_odd);
 #if defined(__AVX512VL__)
