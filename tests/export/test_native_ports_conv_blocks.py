@@ -3,8 +3,9 @@
 (16-channel blocks two pixels at a time, 8-channel blocks four at a time, an odd or partial last group repeated):
 mnh_fr8_apply against mn_requant_s8 over every accumulator of a range around 0 and random ones up to mnh_fq's bound,
 multipliers 0, 1 and across [2^30, 2^31), shifts -20..10, zero points at the rails; and conv_2d.c, built as
-NativeModel builds it and with -DMNH_NO_VNNI, against the portable kernel on layers whose pixel counts are not whole
-groups or blocks, with channel tails, activation bounds inside the int8 range, left shifts and shifts of 0."""
+NativeModel builds it, with -DMNH_NO_VNNI and for -march=haswell (no AVX-512), against the portable kernel on layers
+whose pixel counts are not whole groups or blocks, with channel tails, activation bounds inside the int8 range, left
+shifts and shifts of 0."""
 
 from __future__ import annotations
 
@@ -90,6 +91,17 @@ def test_folded_requantization_is_mn_requant_s8(lo: int, hi: int) -> None:
     assert bad == 0
 
 
+def _haswell_library() -> ctypes.CDLL:
+    """conv_2d.c for AVX2 without AVX-512 (6-pixel blocks, the high words gathered by a blend), runnable here."""
+    d = Path(tempfile.mkdtemp(prefix="micronn-port-"))
+    (d / "conv_2d.c").write_text((lower.include_dir() / "host" / "conv_2d.c").read_text())
+    (d / "conv_2d.portable.inc").write_text((lower.include_dir() / "conv_2d.c").read_text())
+    flags = [f for f in FLAGS if not f.startswith("-march=")] + ["-march=haswell"]
+    inc = [d, lower.include_dir(), lower.include_dir() / "host"]
+    so = host_toolchain().shared_object([d / "conv_2d.c"], inc, flags)
+    return ctypes.CDLL(str(so))
+
+
 _KEEP: list = []  # argument arrays stay alive: the ports cache their packed weights by the argument array's address
 
 # (n, h, w, in_c, out_c, fh, fw, stride, pad, lo, hi): 1x1 layers with channel tails and pixel counts off the pairs,
@@ -116,11 +128,11 @@ def _params(rng: np.random.Generator, oc: int, kind: int) -> tuple[np.ndarray, n
 
 @pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
 def test_blocks_match_the_portable_kernel(case: tuple) -> None:
-    """conv_2d.c (VNNI and -DMNH_NO_VNNI builds) against its portable kernel: random data, then the rails, with
-    three kinds of requantization parameters."""
+    """conv_2d.c (VNNI, -DMNH_NO_VNNI and -march=haswell builds) against its portable kernel: random data, then the
+    rails, with three kinds of requantization parameters."""
     n, h, w, c, oc, fh, fw, stride, pad, lo, hi = case
     oh, ow = (h + 2 * pad - fh) // stride + 1, (w + 2 * pad - fw) // stride + 1
-    vnni, avx2 = _kernel_library("conv_2d"), _kernel_library("conv_2d", ("MNH_NO_VNNI",))
+    vnni, avx2, hsw = _kernel_library("conv_2d"), _kernel_library("conv_2d", ("MNH_NO_VNNI",)), _haswell_library()
     rng = np.random.default_rng(sum(case) + 11)
     datas = [(rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 5, 0),
              (np.full((n, h, w, c), 127), np.full((oc, fh, fw, c), -128), -127, 1),
@@ -135,7 +147,8 @@ def test_blocks_match_the_portable_kernel(case: tuple) -> None:
         mult, shift = _params(rng, oc, kind)
         out_zp = int(rng.choice([-128, -3, 127]))
         results = []
-        for lib, fn in ((vnni, "mn_conv_2d_s8_portable"), (vnni, "mn_conv_2d_s8"), (avx2, "mn_conv_2d_s8")):
+        for lib, fn in ((vnni, "mn_conv_2d_s8_portable"), (vnni, "mn_conv_2d_s8"), (avx2, "mn_conv_2d_s8"),
+                        (hsw, "mn_conv_2d_s8")):
             out = np.full(n * oh * ow * oc + 64, 77, np.int8)
             words = [out.ctypes.data, x.ctypes.data, weights.ctypes.data, bias.ctypes.data, bias_full.ctypes.data,
                      mult.ctypes.data, shift.ctypes.data, n, h, w, c, oh, ow, oc, fh, fw, c, stride, stride, 1, 1,
@@ -146,3 +159,4 @@ def test_blocks_match_the_portable_kernel(case: tuple) -> None:
             results.append(out.tobytes())
         assert results[1] == results[0], "VNNI build"
         assert results[2] == results[0], "MNH_NO_VNNI build"
+        assert results[3] == results[0], "-march=haswell build"
