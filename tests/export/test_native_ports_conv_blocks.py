@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_native_ports_direct import _kernel_library
+from test_native_ports_direct import _kernel_library, c_check_library, rails
 
 from micronn.export.native import FLAGS, host_toolchain
 from micronn.micro import lower
@@ -71,10 +71,7 @@ def test_folded_requantization_is_mn_requant_s8(lo: int, hi: int) -> None:
     """Shifts -20..10 (within mnh_fq's bound), multipliers 0, 1, small, at both ends of [2^30, 2^31) and between
     (eight different ones a vector: even and odd lanes), zero points at both rails: every accumulator in
     [-2^19, 2^19] and 2^16 random ones up to the bound."""
-    d = Path(tempfile.mkdtemp(prefix="micronn-fr-"))
-    (d / "fr.c").write_text(FR_TEST)
-    so = host_toolchain().shared_object([d / "fr.c"], [d, lower.include_dir(), lower.include_dir() / "host"], FLAGS)
-    lib = ctypes.CDLL(str(so))
+    lib = c_check_library("fr", FR_TEST)
     if not hasattr(lib, "mnh_fr_check"):
         pytest.skip("no AVX2")
     lib.mnh_fr_check.restype = ctypes.c_long
@@ -134,10 +131,7 @@ def test_blocks_match_the_portable_kernel(case: tuple) -> None:
     oh, ow = (h + 2 * pad - fh) // stride + 1, (w + 2 * pad - fw) // stride + 1
     vnni, avx2, hsw = _kernel_library("conv_2d"), _kernel_library("conv_2d", ("MNH_NO_VNNI",)), _haswell_library()
     rng = np.random.default_rng(sum(case) + 11)
-    datas = [(rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 5, 0),
-             (np.full((n, h, w, c), 127), np.full((oc, fh, fw, c), -128), -127, 1),
-             (np.full((n, h, w, c), -128), np.full((oc, fh, fw, c), -128), 128, 2),
-             (rng.choice([-128, 127], (n, h, w, c)), rng.choice([-128, 127], (oc, fh, fw, c)), 128, 0),
+    datas = [(*r, kind) for r, kind in zip(rails(rng, (n, h, w, c), (oc, fh, fw, c)), (0, 1, 2, 0))] + [
              (rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), -7, 1),
              (rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 0, 2)]
     for x, weights, in_off, kind in datas:

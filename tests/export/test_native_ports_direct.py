@@ -106,6 +106,23 @@ def test_sums_beyond_the_short_requantization(op: str) -> None:
 # ---- the ports called directly: the output streamed over the input (`stage`), against the portable kernels ----
 
 
+def rails(rng: np.random.Generator, x_shape: tuple, w_shape: tuple) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """(input, weights, input offset) int8 cases: random, then the rails (weights all -128, inputs at 127 and -128,
+    the input offset at both ends: sums and -128 * sum(w) terms at their extremes), then random rail values."""
+    return [(rng.integers(-128, 128, x_shape).astype(np.int8), rng.integers(-128, 128, w_shape).astype(np.int8), 5),
+            (np.full(x_shape, 127, np.int8), np.full(w_shape, -128, np.int8), -127),
+            (np.full(x_shape, -128, np.int8), np.full(w_shape, -128, np.int8), 128),
+            (rng.choice([-128, 127], x_shape).astype(np.int8), rng.choice([-128, 127], w_shape).astype(np.int8), 128)]
+
+
+def c_check_library(name: str, source: str) -> ctypes.CDLL:
+    """A C test of the host helpers (``source``, including mn_host.h) built as NativeModel builds kernels."""
+    d = Path(tempfile.mkdtemp(prefix=f"micronn-{name}-"))
+    (d / f"{name}.c").write_text(source)
+    return ctypes.CDLL(str(host_toolchain().shared_object([d / f"{name}.c"], [d, lower.include_dir(),
+                                                                              lower.include_dir() / "host"], FLAGS)))
+
+
 def _kernel_library(name: str, defines: tuple[str, ...] = ()) -> ctypes.CDLL:
     d = Path(tempfile.mkdtemp(prefix="micronn-port-"))
     (d / f"{name}.c").write_text((lower.include_dir() / "host" / f"{name}.c").read_text())
@@ -169,12 +186,7 @@ def test_vnni_and_avx2_builds_agree(case: tuple) -> None:
     oh, ow = (h + 2 * pad - dil * (fh - 1) - 1) // stride + 1, (w + 2 * pad - dil * (fw - 1) - 1) // stride + 1
     vnni, avx2 = _kernel_library("conv_2d"), _kernel_library("conv_2d", ("MNH_NO_VNNI",))
     rng = np.random.default_rng(sum(case))
-    datas = [(rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 5),
-             (np.full((n, h, w, c), 127), np.full((oc, fh, fw, c), -128), -127),
-             (np.full((n, h, w, c), -128), np.full((oc, fh, fw, c), -128), 128),
-             (rng.choice([-128, 127], (n, h, w, c)), rng.choice([-128, 127], (oc, fh, fw, c)), 128)]
-    for x, weights, in_off in datas:
-        x, weights = x.astype(np.int8), weights.astype(np.int8)
+    for x, weights, in_off in rails(rng, (n, h, w, c), (oc, fh, fw, c)):
         bias = rng.integers(-30000, 30000, oc).astype(np.int32)
         bias_full = (bias + in_off * weights.reshape(oc, -1).sum(1, dtype=np.int64)).astype(np.int32)
         mult = rng.integers(1 << 30, (1 << 31) - 1, oc).astype(np.int32)
@@ -237,10 +249,7 @@ long mnh_fq_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, 
 def test_short_requantization_is_mn_requant_s8() -> None:
     """Shifts -20..10 (within mnh_fq's bound), multipliers at both ends of [2^30, 2^31) and between, zero points at
     both rails: every accumulator in [-2^20, 2^20] and 2^17 random ones up to the bound."""
-    d = Path(tempfile.mkdtemp(prefix="micronn-fq-"))
-    (d / "fq.c").write_text(FQ_TEST)
-    so = host_toolchain().shared_object([d / "fq.c"], [d, lower.include_dir(), lower.include_dir() / "host"], FLAGS)
-    lib = ctypes.CDLL(str(so))
+    lib = c_check_library("fq", FQ_TEST)
     if not hasattr(lib, "mnh_fq_check"):
         pytest.skip("no AVX2")
     lib.mnh_fq_check.restype = ctypes.c_long

@@ -14,7 +14,7 @@ import ctypes
 import numpy as np
 import pytest
 from test_native_ports import assert_ported_same
-from test_native_ports_direct import _kernel_library
+from test_native_ports_direct import _kernel_library, rails
 
 from micronn.ir import Padding
 from micronn.kernels.transpose_conv import transpose_conv_padding
@@ -105,12 +105,7 @@ def test_vnni_and_avx2_builds_agree(case: tuple) -> None:
     pad_t, pad_l = transpose_conv_padding(padding, sh, oh, fh), transpose_conv_padding(padding, sw, ow, fw)
     vnni, avx2 = _kernel_library("transpose_conv"), _kernel_library("transpose_conv", ("MNH_NO_VNNI",))
     rng = np.random.default_rng(sum(case))
-    datas = [(rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 5),
-             (np.full((n, h, w, c), 127), np.full((oc, fh, fw, c), -128), -127),
-             (np.full((n, h, w, c), -128), np.full((oc, fh, fw, c), -128), 128),
-             (rng.choice([-128, 127], (n, h, w, c)), rng.choice([-128, 127], (oc, fh, fw, c)), 128)]
-    for x, weights, in_off in datas:
-        x, weights = x.astype(np.int8), weights.astype(np.int8)
+    for x, weights, in_off in rails(rng, (n, h, w, c), (oc, fh, fw, c)):
         bias = rng.integers(-30000, 30000, oc).astype(np.int32)
         mult = rng.integers(1 << 30, (1 << 31) - 1, oc).astype(np.int32)
         shift = rng.integers(-16, -8, oc).astype(np.int32)
