@@ -3,7 +3,11 @@
  * Rows whose three operands are contiguous (no broadcast) go 8 elements at a time: each operand offset, shifted
  * and rescaled, the sum (or difference) with wrap-around, then the output rescaling, zero point and clamp, each
  * step the portable kernel's arithmetic (its multiplier-below-one MultiplyByQuantizedMultiplier is
- * mnh_requant8r's with no left shift). Other rows, and a row's last few elements, run the portable code.
+ * mnh_requant8r's with no left shift). With AVX-512 VBMI such rows go 64 elements at a time first: an operand's
+ * rescaled value depends on its byte alone, so each call site keeps the values of all 256 bytes for both operands
+ * (the portable rescale's, as four byte planes, cached with mnh_lookup), looked up by byte permutes as relu.c's
+ * tables; only the sum is rescaled, 16 lanes at a time. Other rows, a row's last few elements, and a call site
+ * whose tables find no memory, run the portable code (or the 8-element loop).
  */
 #define mn_add_s8 mn_add_s8_portable
 #define mn_sub_s8 mn_sub_s8_portable
@@ -21,6 +25,76 @@ static inline mnh_rq8 rescaler(int32_t mult, int32_t shift) {
     return r;
 }
 
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+/* The call site's tables: each operand's rescaled value of each byte (the portable kernel's rescale), as four planes
+ * of 256 bytes, byte k of the value of x at t[(2 * operand + k) * 256 + (uint8_t)x]; NULL when out of memory. */
+static const uint8_t *operand_tables(const mn_word *args) {
+    mnh_slot *slot;
+    uint8_t *t = (uint8_t *)mnh_lookup(args, &slot);
+    if (t) return t;
+    t = (uint8_t *)mnh_alloc(8 * 256);
+    if (!t) return NULL;
+    const int left_shift = MN_I(LEFT_SHIFT);
+    for (int x = -128; x < 128; x++) {
+        const uint32_t a = (uint32_t)rescale(x, MN_I(OFF1), left_shift, MN_I(MULT1), MN_I(SHIFT1));
+        const uint32_t b = (uint32_t)rescale(x, MN_I(OFF2), left_shift, MN_I(MULT2), MN_I(SHIFT2));
+        for (int k = 0; k < 4; k++) t[k * 256 + (uint8_t)x] = (uint8_t)(a >> 8 * k);
+        for (int k = 0; k < 4; k++) t[(4 + k) * 256 + (uint8_t)x] = (uint8_t)(b >> 8 * k);
+    }
+    mnh_keep(slot, args, t);
+    return t;
+}
+
+/* byte k of the value of each of the 64 bytes x from plane t (relu.c's lookup: two 128-byte halves by the sign) */
+static inline __m512i plane_lookup(const uint8_t *t, __m512i x, __mmask64 negative) {
+    const __m512i below = _mm512_permutex2var_epi8(_mm512_loadu_si512((const void *)t), x,
+                                                   _mm512_loadu_si512((const void *)(t + 64)));
+    const __m512i above = _mm512_permutex2var_epi8(_mm512_loadu_si512((const void *)(t + 128)), x,
+                                                   _mm512_loadu_si512((const void *)(t + 192)));
+    return _mm512_mask_blend_epi8(negative, below, above);
+}
+
+/* the values of 64 bytes x from one operand's planes, as int32 in the order the packs of out64 undo: v[j] holds,
+ * in each 128-bit lane l, the elements 16 l + 4 j .. 16 l + 4 j + 3 */
+static inline void operand_values(const uint8_t *t, __m512i x, __m512i v[4]) {
+    const __mmask64 negative = _mm512_movepi8_mask(x);
+    const __m512i b0 = plane_lookup(t, x, negative), b1 = plane_lookup(t + 256, x, negative);
+    const __m512i b2 = plane_lookup(t + 512, x, negative), b3 = plane_lookup(t + 768, x, negative);
+    const __m512i lo01 = _mm512_unpacklo_epi8(b0, b1), hi01 = _mm512_unpackhi_epi8(b0, b1);
+    const __m512i lo23 = _mm512_unpacklo_epi8(b2, b3), hi23 = _mm512_unpackhi_epi8(b2, b3);
+    v[0] = _mm512_unpacklo_epi16(lo01, lo23), v[1] = _mm512_unpackhi_epi16(lo01, lo23);
+    v[2] = _mm512_unpacklo_epi16(hi01, hi23), v[3] = _mm512_unpackhi_epi16(hi01, hi23);
+}
+
+/* the output rescaling of 16 sums: mnh_requant8r's arithmetic with its right shift shared by all lanes */
+typedef struct { __m512i mult, threshold, one, zp, lo_zp, hi_zp, mask; __m128i right; } out16;
+
+static inline __m512i requant16(__m512i x, const out16 *r) {
+    const __m512i nudge = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x, r->mult), nudge);
+    const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), r->mult), nudge);
+    const __m512i h = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
+    const __m512i threshold = _mm512_sub_epi32(r->threshold, _mm512_srai_epi32(h, 31));
+    const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, r->mask), threshold);
+    __m512i y = _mm512_sra_epi32(h, r->right);
+    y = _mm512_mask_add_epi32(y, up, y, r->one);
+    y = _mm512_min_epi32(_mm512_max_epi32(y, r->lo_zp), r->hi_zp);
+    return _mm512_add_epi32(y, r->zp);
+}
+
+/* 64 outputs of contiguous operands */
+static inline void out64(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint8_t *t, const out16 *r,
+                         const int subtract) {
+    __m512i a[4], b[4], y[4];
+    operand_values(t, _mm512_loadu_si512((const void *)p1), a);
+    operand_values(t + 1024, _mm512_loadu_si512((const void *)p2), b);
+    for (int j = 0; j < 4; j++)
+        y[j] = requant16(subtract ? _mm512_sub_epi32(a[j], b[j]) : _mm512_add_epi32(a[j], b[j]), r);
+    const __m512i w = _mm512_packs_epi16(_mm512_packs_epi32(y[0], y[1]), _mm512_packs_epi32(y[2], y[3]));
+    _mm512_storeu_si512((void *)p0, w);
+}
+#endif
+
 static inline void fast_row(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, int32_t n, int32_t s0, int32_t s1,
                             int32_t s2, const mn_word *args, const int subtract) {
     /* prepare keeps every multiplier >= 0 and shift <= 0 (the lowering checks); the vector path needs shifts >= -31 */
@@ -36,6 +110,19 @@ static inline void fast_row(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, i
     ro.zp = _mm256_set1_epi32(zp);
     ro.lo_zp = _mm256_set1_epi32(MN_I(ACT_MIN) - zp), ro.hi_zp = _mm256_set1_epi32(MN_I(ACT_MAX) - zp);
     int32_t i = 0;
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+    const uint8_t *t = n >= 64 ? operand_tables(args) : NULL;
+    if (t) {
+        const int32_t e = -MN_I(SHIFT_OUT);
+        const int32_t mask = (int32_t)(((uint32_t)1 << e) - 1);
+        out16 r16;
+        r16.mult = _mm512_set1_epi32(MN_I(MULT_OUT)), r16.right = _mm_cvtsi32_si128(e);
+        r16.mask = _mm512_set1_epi32(mask), r16.threshold = _mm512_set1_epi32(mask >> 1);
+        r16.one = _mm512_set1_epi32(1), r16.zp = _mm512_set1_epi32(zp);
+        r16.lo_zp = _mm512_set1_epi32(MN_I(ACT_MIN) - zp), r16.hi_zp = _mm512_set1_epi32(MN_I(ACT_MAX) - zp);
+        for (; i + 64 <= n; i += 64) out64(p0 + i, p1 + i, p2 + i, t, &r16, subtract);
+    }
+#endif
     for (; i + 8 <= n; i += 8) {
         const __m256i x1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p1 + i)));
         const __m256i x2 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p2 + i)));
