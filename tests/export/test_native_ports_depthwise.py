@@ -3,8 +3,9 @@
 whose blocks' results pack into channel order and are clamped as bytes) and with -DMNH_NO_VNNI (the pairs of int16 and
 madd, on a VNNI host too) give the portable kernel's bytes: depth multipliers, channel counts around the 8-, 16- and
 32-channel steps, strides, dilations, paddings, filter widths off the 4-tap step, left shifts and shifts of 0, sums
-beyond the short requantization (the per-pixel path), activation ranges, random data and data at the rails (weights
-all -128, inputs and the input zero point at both ends), the output streamed over the input (`stage`)."""
+beyond the short requantization (the per-pixel path), mnh_fr's requantization (multipliers 0 and small, zero points
+at the rails), activation ranges, random data and data at the rails (weights all -128, inputs and the input zero
+point at both ends), the output streamed over the input (`stage`)."""
 
 from __future__ import annotations
 
@@ -116,6 +117,27 @@ def test_shifts(case: tuple, shifts: tuple[int, int]) -> None:
     arrays = _params(rng, weights, 7, shifts, span)
     arrays = (*arrays[:3], (arrays[3] >> (12 if shifts[0] >= 0 else 0)).astype(np.int32), arrays[4])
     _assert_same(_run(case, x, arrays, 7, (-128, 127), 2))
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[2], CASES[3], CASES[10], CASES[15]], ids=str)
+@pytest.mark.parametrize("out_zp", [-128, 0, 127])
+def test_folded_requantization(case: tuple, out_zp: int) -> None:
+    """The 32-, 16- and 8-channel outputs' requantization by mnh_fr (zp and rounding in the product's add, TFLM's
+    unit off a negative sum by one compare): multipliers 0, 1, small and across [2^30, 2^31) (small ones leave many
+    negative sums at h = 0), shifts -20..3 (shifts of 0 beside right and left ones), zero points at the rails."""
+    n, h, w, c, mult, fh, fw = case[:7]
+    oc = c * mult
+    rng = np.random.default_rng(sum(case[:7]) + out_zp + 128)
+    x = rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)
+    weights = rng.integers(-128, 128, (1, fh, fw, oc)).astype(np.int8)
+    for shifts, span in (((-20, 0), 30000), ((-3, 3), 300)):
+        arrays = _params(rng, weights, -5, shifts, span)
+        m = rng.choice([0, 1, 3, 1 << 12, 1 << 20, (1 << 30) + 1, (1 << 31) - 1], oc).astype(np.int32)
+        if shifts[1] > 0:
+            m = (m >> 12).astype(np.int32)
+        arrays = (*arrays[:3], m, arrays[4])
+        _assert_same(_run(case, x, arrays, -5, (-128, 127), out_zp))
+        _assert_same(_run(case, x, arrays, -5, (-100, 50), out_zp))
 
 
 @pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[9]], ids=str)

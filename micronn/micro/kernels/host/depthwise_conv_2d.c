@@ -95,7 +95,8 @@ static const dw_pack *dw_prepare(const mn_word *args) {
  * (every other one under an even stride), and only the (fh - 1) * dh + 1 rows one output row reads are kept, in a
  * ring (the scratch below, shared by every call site), each built once per image. Per output row and 8-channel
  * block, the block's weights and requantization parameters stay in registers; requantization is mnh_fq's (the sums
- * are bounded: |acc| <= |bias_full| + taps * 128 * 128).
+ * are bounded: |acc| <= |bias_full| + taps * 128 * 128), by mnh_fr (zp and rounding in the product's add) where
+ * results are packed to bytes before the clamp (pair_group, _two, _px2).
  *
  * With AVX-512 VNNI (vpdpbusd: unsigned x signed bytes, 4 products a lane) a row holds instead, per position and
  * block, the 8 quads (u[x][c], u[x + dw][c], u[x + 2 dw][c], u[x + 3 dw][c]) of u = in + 128 as uint8 (the border
@@ -121,6 +122,7 @@ typedef struct {
     pair_w *w;           /* per block, row and step: PAIR_VEC values */
     int32_t *bias;       /* the sums' start: bias_full (VNNI: less 128 * sum(w)), padded to whole blocks */
     mnh_fq fq;
+    mnh_fr fr;           /* where fq.ok: pair_group's, _two's and _px2's requantization (the same values) */
 } pair_pack;
 
 static int16_t *pair_scratch;
@@ -171,10 +173,29 @@ static const pair_pack *pair_prepare(const mn_word *args, int wp) {
         bound[l] = (bias_full < 0 ? -(int64_t)bias_full : bias_full) + (int64_t)taps * 128 * 128;
     }
     if (!mnh_fq_init(&p->fq, mult, shift, bound, MN_I(OUT_ZP), c, 8)) return NULL;
+    if (p->fq.ok && !mnh_fr_init(&p->fr, &p->fq, c, 8)) return NULL;
     free(shift), free(mult), free(bound);
     mnh_keep(slot, args + 1, p);
     return p;
 }
+
+#if defined(PAIR_VNNI)
+/* pair_build's quads of exactly 16 channels (two blocks): a loop of its own (kept apart: inlined, it changed how the
+ * compiler laid out the general loop) over xn positions `step` bytes apart, taps ds bytes apart. */
+__attribute__((noinline)) static void pair_build16(int16_t *d, const int8_t *a, int xn, size_t step, size_t ds) {
+    for (int x = 0; x < xn; x++, a += step, d += 32) {
+        const __m128i t0 = _mm_loadu_si128((const __m128i *)a);
+        const __m128i t1 = _mm_loadu_si128((const __m128i *)(a + ds));
+        const __m128i t2 = _mm_loadu_si128((const __m128i *)(a + 2 * ds));
+        const __m128i t3 = _mm_loadu_si128((const __m128i *)(a + 3 * ds));
+        const __m128i l01 = _mm_unpacklo_epi8(t0, t1), h01 = _mm_unpackhi_epi8(t0, t1);
+        const __m128i l23 = _mm_unpacklo_epi8(t2, t3), h23 = _mm_unpackhi_epi8(t2, t3);
+        _mm256_storeu_si256((__m256i *)d, _mm256_set_m128i(_mm_unpackhi_epi16(l01, l23), _mm_unpacklo_epi16(l01, l23)));
+        _mm256_storeu_si256((__m256i *)(d + 16),
+                            _mm256_set_m128i(_mm_unpackhi_epi16(h01, h23), _mm_unpacklo_epi16(h01, h23)));
+    }
+}
+#endif
 
 /* Paired row y (padded coordinates) of one image into d: the padded int8 row first (channels repeated `mult`
  * times; VNNI: u = x + 128, the border zp + 128), then its pairs (quads: 32 channels at a time in pair_group's
@@ -229,6 +250,10 @@ static void pair_build(const pair_pack *p, int16_t *d, int y, const int8_t *imag
             _mm256_storeu_si256((__m256i *)d,
                                 _mm256_set_m128i(_mm_unpackhi_epi16(l01, l23), _mm_unpacklo_epi16(l01, l23)));
         }
+        return;
+    }
+    if (c8 == 2 && c == 16) { /* two blocks: a tight loop too */
+        pair_build16(d, r, p->xn, (size_t)g * 16, ds);
         return;
     }
     const int xn = p->xn, k32 = 4 * p->c32; /* locals: the stores below may alias *p */
@@ -333,16 +358,19 @@ __attribute__((always_inline)) static inline void pair_block(const pair_pack *p,
     }
 }
 
-/* mnh_fq8_apply less its clamp (which the caller applies to the saturated bytes: the same values for lo, hi within
- * int8, saturation and the clamp both being monotonic). */
-__attribute__((always_inline)) static inline __m256i pair_fq8(__m256i acc, const mnh_fq8 *r, int left, int e0) {
-    const __m256i x = left ? _mm256_sllv_epi32(acc, r->left) : acc, nudge = _mm256_set1_epi64x((int64_t)1 << 30);
-    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, r->mult), nudge);
-    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), r->mult_odd), nudge);
-    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
-    __m256i s = _mm256_srai_epi32(h, 31);
-    if (e0) s = _mm256_and_si256(s, r->neg);
-    return _mm256_srav_epi32(_mm256_add_epi32(_mm256_add_epi32(h, r->add), s), r->right);
+/* mnh_fr8_apply, where no channel of the call has a shift of 0 (E0 = 0, a compile-time constant at the call): every
+ * thr is then 0, x2 < 0 is x2's sign (no thr vector held in a register). */
+__attribute__((always_inline)) static inline __m256i pair_fr8(__m256i acc, const mnh_fr8 *r, int left, int e0) {
+    if (e0) return mnh_fr8_apply(acc, r, left);
+    const __m256i x2 = left ? _mm256_sllv_epi32(acc, r->left1) : _mm256_add_epi32(acc, acc);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x2, r->mult), r->k_even);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x2, 32), r->mult_odd), r->k_odd);
+#if defined(__AVX512VL__)
+    const __m256i h = _mm256_mask_shuffle_epi32(odd, 0x55, even, _MM_PERM_DDBB); /* the high words */
+#else
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+#endif
+    return _mm256_srav_epi32(_mm256_add_epi32(h, _mm256_srai_epi32(x2, 31)), r->right);
 }
 
 /* One output row of the 32 channels of group gi (blocks 4 gi .. 4 gi + 3, holding channels 0-3 and 16-19, 4-7 and
@@ -357,12 +385,12 @@ __attribute__((always_inline)) static inline void pair_group(const pair_pack *p,
     for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
     const int nw = 4 * fh * fw2; /* vectors of weights: per block, row and step */
     __m256i w[MAXW], bias[4];
-    mnh_fq8 r[4];
+    mnh_fr8 r[4];
     const pair_w *wk = p->w + (size_t)gi * nw * PAIR_VEC;
     for (int t = 0; t < nw && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
     for (int j = 0; j < 4; j++) {
         bias[j] = _mm256_loadu_si256((const __m256i *)(p->bias + 32 * gi + 8 * j));
-        r[j] = mnh_fq8_load(&p->fq, 32 * gi + 8 * j, lo, hi);
+        r[j] = mnh_fr8_load(&p->fr, 32 * gi + 8 * j);
     }
     const __m256i blo = _mm256_set1_epi8((char)lo), bhi = _mm256_set1_epi8((char)hi);
     const size_t kk = (size_t)gi * 64;
@@ -379,7 +407,7 @@ __attribute__((always_inline)) static inline void pair_group(const pair_pack *p,
                     const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
                     a[j] = PAIR_DOT(a[j], v, wt);
                 }
-            a[j] = pair_fq8(a[j], &r[j], left, e0);
+            a[j] = pair_fr8(a[j], &r[j], left, e0);
         }
         const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(a[0], a[1]), _mm256_packs_epi32(a[2], a[3]));
         _mm256_storeu_si256((__m256i *)o, _mm256_min_epi8(_mm256_max_epi8(b, blo), bhi));
@@ -396,12 +424,12 @@ __attribute__((always_inline)) static inline void pair_two(const pair_pack *p, i
     for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
     const int nw = 2 * fh * fw2; /* vectors of weights: per block, row and step */
     __m256i w[MAXW], bias[2];
-    mnh_fq8 r[2];
+    mnh_fr8 r[2];
     const pair_w *wk = p->w + (size_t)k * fh * fw2 * PAIR_VEC;
     for (int t = 0; t < nw && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
     for (int j = 0; j < 2; j++) {
         bias[j] = _mm256_loadu_si256((const __m256i *)(p->bias + 8 * (k + j)));
-        r[j] = mnh_fq8_load(&p->fq, 8 * (k + j), lo, hi);
+        r[j] = mnh_fr8_load(&p->fr, 8 * (k + j));
     }
     const __m128i blo = _mm_set1_epi8((char)lo), bhi = _mm_set1_epi8((char)hi);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
@@ -419,7 +447,7 @@ __attribute__((always_inline)) static inline void pair_two(const pair_pack *p, i
                     const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
                     a[j] = PAIR_DOT(a[j], v, wt);
                 }
-            a[j] = pair_fq8(a[j], &r[j], left, e0);
+            a[j] = pair_fr8(a[j], &r[j], left, e0);
         }
         const __m256i h = _mm256_packs_epi32(a[0], a[1]);
         const __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packs_epi16(h, h), order));
@@ -438,7 +466,7 @@ __attribute__((always_inline)) static inline void pair_px2(const pair_pack *p, c
     __m256i w[MAXW];
     for (int t = 0; t < fh * fw2 && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(p->w + PAIR_VEC * t));
     const __m256i bias = _mm256_loadu_si256((const __m256i *)p->bias);
-    const mnh_fq8 r = mnh_fq8_load(&p->fq, 0, lo, hi);
+    const mnh_fr8 r = mnh_fr8_load(&p->fr, 0);
     const __m128i blo = _mm_set1_epi8((char)lo), bhi = _mm_set1_epi8((char)hi);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int ox = 0; ox < out_w; ox += 2, o += 16) {
@@ -453,7 +481,7 @@ __attribute__((always_inline)) static inline void pair_px2(const pair_pack *p, c
                     const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(p->w + PAIR_VEC * t));
                     a[j] = PAIR_DOT(a[j], v, wt);
                 }
-            a[j] = pair_fq8(a[j], &r, left, e0);
+            a[j] = pair_fr8(a[j], &r, left, e0);
         }
         const __m256i h = _mm256_packs_epi32(a[0], a[1]);
         const __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packs_epi16(h, h), order));
