@@ -407,6 +407,7 @@ static int conv_direct(const mn_word *args) {
     const __m256i lo8 = _mm256_set1_epi8((char)lo), hi8 = _mm256_set1_epi8((char)hi);
     const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC, step = (size_t)sw * in_c;
     const size_t down = (size_t)sh * p->wp * in_c; /* from a window to the next one on its right, below */
+    const int linear = down == (size_t)out_w * step; /* a row's windows continue on the next row's */
     /* pixel blocks in bands whose windows stay in cache while each channel block's weights pass over them */
     const int bytes = p->segs * p->lp * DIRECT_STEP * (int)sizeof(direct_t); /* of a window */
     const int band = mn_max(1, mn_min(DIRECT_BAND, 16384 / (mr * bytes)));
@@ -422,9 +423,14 @@ static int conv_direct(const mn_word *args) {
             const int nb = mn_min(band, (total - b0 + mr - 1) / mr);
             for (int j = 0; j < nb; j++) {
                 const int m = mn_min(mr, total - b0 - j * mr);
-                for (int i = 0; i < m; i++) {
-                    px[j][i] = q, q += step;
-                    if (++ox == out_w) ox = 0, row += down, q = row;
+                if (linear) { /* no padded column between rows: the windows one step apart */
+                    for (int i = 0; i < m; i++) px[j][i] = q + i * step;
+                    q += m * step;
+                } else {
+                    for (int i = 0; i < m; i++) {
+                        px[j][i] = q, q += step;
+                        if (++ox == out_w) ox = 0, row += down, q = row;
+                    }
                 }
                 for (int i = m; i < MR8; i++) px[j][i] = px[j][m - 1]; /* computed, not stored */
             }
