@@ -427,9 +427,11 @@ static int conv_direct(const mn_word *args) {
                     for (int i = 0; i < m; i++) px[j][i] = q + i * step;
                     q += m * step;
                 } else {
-                    for (int i = 0; i < m; i++) {
-                        px[j][i] = q, q += step;
-                        if (++ox == out_w) ox = 0, row += down, q = row;
+                    for (int i = 0; i < m;) { /* the windows one step apart to the row's end */
+                        const int run = mn_min(m - i, out_w - ox);
+                        for (int k = 0; k < run; k++) px[j][i + k] = q + k * step;
+                        i += run, ox += run, q += run * step;
+                        if (ox == out_w) ox = 0, row += down, q = row;
                     }
                 }
                 for (int i = m; i < MR8; i++) px[j][i] = px[j][m - 1]; /* computed, not stored */
