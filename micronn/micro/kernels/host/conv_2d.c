@@ -375,6 +375,11 @@ static direct_t *direct_image(const direct_pack *p, const int8_t *image, int in_
 #endif
     const int rows = mn_min(in_h, p->hp - pad_t), cols = mn_min(in_w, p->wp - pad_l);
     DIRECT_FILL(x, v, pad_t * row);
+    if (pad_l == 0 && cols == in_w && cols == p->wp) { /* no column padded: the rows one run */
+        DIRECT_COPY(x + (size_t)pad_t * row, image, rows * in_w * in_c);
+        DIRECT_FILL(x + (size_t)(pad_t + rows) * row, v, (p->hp - pad_t - rows) * row + 32);
+        return x;
+    }
     for (int y = 0; y < rows; y++) {
         direct_t *d = x + (size_t)(pad_t + y) * row;
         DIRECT_FILL(d, v, pad_l * in_c);
