@@ -23,8 +23,9 @@ from micronn.micro import lower
 FR_TEST = r"""
 #include "mn_host.h"
 /* For each parameter set: every acc in [-span, span] and `randoms` random ones within the bound mnh_fq accepts, each
- * through mnh_fr8_apply (both forms where no left shift) clamped to [lo, hi]; returns the number of differences from
- * mn_requant_s8, or -1 where mnh_fq refused a set it should accept. */
+ * through mnh_fr8_apply (both LEFT forms where no lane shifts left, both E0 forms where every lane shifts right),
+ * clamped to [lo, hi]; returns the number of differences from mn_requant_s8, or -1 where mnh_fq refused a set it
+ * should accept. */
 long mnh_fr_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, int sets, int32_t span, int randoms,
                   int32_t lo, int32_t hi) {
     long bad = 0;
@@ -51,9 +52,15 @@ long mnh_fr_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, 
                     acc[j] = (int32_t)((int64_t)(s % (uint64_t)(2 * lim + 1)) - lim);
                 }
             }
-            for (int with_left = left ? 1 : 0; with_left < 2; with_left++) { /* no left shift: both forms */
+            /* no left shift: both LEFT forms; a right shift in every lane: both E0 forms */
+            for (int form = 0; form < 4; form++) { /* bit 0: LEFT, bit 1: E0 */
+                if ((left && !(form & 1)) || (shift[i] >= 0 && !(form & 2))) continue;
                 const __m256i a = _mm256_loadu_si256((const __m256i *)acc);
-                _mm256_storeu_si256((__m256i *)got, with_left ? mnh_fr8_apply(a, &r, 1) : mnh_fr8_apply(a, &r, 0));
+                const __m256i y = form == 0   ? mnh_fr8_apply(a, &r, 0, 0)
+                                  : form == 1 ? mnh_fr8_apply(a, &r, 1, 0)
+                                  : form == 2 ? mnh_fr8_apply(a, &r, 0, 1)
+                                              : mnh_fr8_apply(a, &r, 1, 1);
+                _mm256_storeu_si256((__m256i *)got, y);
                 for (int j = 0; j < 8; j++) {
                     const int32_t v = got[j] < lo ? lo : got[j] > hi ? hi : got[j];
                     bad += v != mn_requant_s8(acc[j], m8[j], s8[j], zp[i], lo, hi);

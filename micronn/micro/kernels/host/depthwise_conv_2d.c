@@ -358,21 +358,6 @@ __attribute__((always_inline)) static inline void pair_block(const pair_pack *p,
     }
 }
 
-/* mnh_fr8_apply, where no channel of the call has a shift of 0 (E0 = 0, a compile-time constant at the call): every
- * thr is then 0, x2 < 0 is x2's sign (no thr vector held in a register). */
-__attribute__((always_inline)) static inline __m256i pair_fr8(__m256i acc, const mnh_fr8 *r, int left, int e0) {
-    if (e0) return mnh_fr8_apply(acc, r, left);
-    const __m256i x2 = left ? _mm256_sllv_epi32(acc, r->left1) : _mm256_add_epi32(acc, acc);
-    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x2, r->mult), r->k_even);
-    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x2, 32), r->mult_odd), r->k_odd);
-#if defined(__AVX512VL__)
-    const __m256i h = _mm256_mask_shuffle_epi32(odd, 0x55, even, _MM_PERM_DDBB); /* the high words */
-#else
-    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
-#endif
-    return _mm256_srav_epi32(_mm256_add_epi32(h, _mm256_srai_epi32(x2, 31)), r->right);
-}
-
 /* One output row of the 32 channels of group gi (blocks 4 gi .. 4 gi + 3, holding channels 0-3 and 16-19, 4-7 and
  * 20-23, 8-11 and 24-27, 12-15 and 28-31 of the group): the in-lane packs of the four blocks' results put the 32
  * bytes in channel order, then clamped to [lo, hi] as bytes. */
@@ -407,7 +392,7 @@ __attribute__((always_inline)) static inline void pair_group(const pair_pack *p,
                     const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
                     a[j] = PAIR_DOT(a[j], v, wt);
                 }
-            a[j] = pair_fr8(a[j], &r[j], left, e0);
+            a[j] = mnh_fr8_apply(a[j], &r[j], left, e0);
         }
         const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(a[0], a[1]), _mm256_packs_epi32(a[2], a[3]));
         _mm256_storeu_si256((__m256i *)o, _mm256_min_epi8(_mm256_max_epi8(b, blo), bhi));
@@ -447,7 +432,7 @@ __attribute__((always_inline)) static inline void pair_two(const pair_pack *p, i
                     const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
                     a[j] = PAIR_DOT(a[j], v, wt);
                 }
-            a[j] = pair_fr8(a[j], &r[j], left, e0);
+            a[j] = mnh_fr8_apply(a[j], &r[j], left, e0);
         }
         const __m256i h = _mm256_packs_epi32(a[0], a[1]);
         const __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packs_epi16(h, h), order));
@@ -481,7 +466,7 @@ __attribute__((always_inline)) static inline void pair_px2(const pair_pack *p, c
                     const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(p->w + PAIR_VEC * t));
                     a[j] = PAIR_DOT(a[j], v, wt);
                 }
-            a[j] = pair_fr8(a[j], &r, left, e0);
+            a[j] = mnh_fr8_apply(a[j], &r, left, e0);
         }
         const __m256i h = _mm256_packs_epi32(a[0], a[1]);
         const __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packs_epi16(h, h), order));

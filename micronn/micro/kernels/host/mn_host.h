@@ -352,9 +352,10 @@ static inline mnh_fr8 mnh_fr8_load(const mnh_fr *r, int c) {
     return v;
 }
 
-/* Eight sums requantized with zp, not clamped (see mnh_fr). LEFT: some channel of the call has a left shift (a
- * compile-time constant at the call; 0: acc + acc is the shift by left + 1 = 1). */
-__attribute__((always_inline)) static inline __m256i mnh_fr8_apply(__m256i acc, const mnh_fr8 *r, int left) {
+/* Eight sums requantized with zp, not clamped (see mnh_fr). LEFT: some channel of the call has a left shift; E0: some
+ * channel has no right shift (compile-time constants at the call; LEFT 0: acc + acc is the shift by left + 1 = 1;
+ * E0 0: every thr is 0, so x2 < thr is x2's sign and no thr vector is held in a register). */
+__attribute__((always_inline)) static inline __m256i mnh_fr8_apply(__m256i acc, const mnh_fr8 *r, int left, int e0) {
     const __m256i x2 = left ? _mm256_sllv_epi32(acc, r->left1) : _mm256_add_epi32(acc, acc);
     const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x2, r->mult), r->k_even);
     const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x2, 32), r->mult_odd), r->k_odd);
@@ -363,7 +364,8 @@ __attribute__((always_inline)) static inline __m256i mnh_fr8_apply(__m256i acc, 
 #else
     const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
 #endif
-    return _mm256_srav_epi32(_mm256_add_epi32(h, _mm256_cmpgt_epi32(r->thr, x2)), r->right);
+    const __m256i unit = e0 ? _mm256_cmpgt_epi32(r->thr, x2) : _mm256_srai_epi32(x2, 31);
+    return _mm256_srav_epi32(_mm256_add_epi32(h, unit), r->right);
 }
 
 /* ---- int32 elementwise rows (mn_elementwise.h's walk) ------------------------------------------------------ */
