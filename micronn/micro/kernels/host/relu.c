@@ -51,23 +51,15 @@ static void relu_lookup(int8_t *out, const int8_t *in, int32_t n, const int8_t *
     for (; i < n; i++) out[i] = t[(uint8_t)in[i]];
 }
 
-void mn_relu_s8(const mn_word *args) {
-    const int8_t *t = relu_table(args, ALPHA_MULT, mn_relu_s8_portable);
-    if (!t) {
-        mn_relu_s8_portable(args);
-        return;
-    }
-    relu_lookup(MN_P(int8_t, OUT), MN_P(const int8_t, IN), MN_I(COUNT), t);
+/* the call through its table (out of memory: the portable kernel) */
+static void by_table(const mn_word *args, int words, void (*portable)(const mn_word *)) {
+    const int8_t *t = relu_table(args, words, portable);
+    if (t) relu_lookup(MN_P(int8_t, OUT), MN_P(const int8_t, IN), MN_I(COUNT), t);
+    else portable(args);
 }
 
-void mn_leaky_relu_s8(const mn_word *args) {
-    const int8_t *t = relu_table(args, RELU_ARGS, mn_leaky_relu_s8_portable);
-    if (!t) {
-        mn_leaky_relu_s8_portable(args);
-        return;
-    }
-    relu_lookup(MN_P(int8_t, OUT), MN_P(const int8_t, IN), MN_I(COUNT), t);
-}
+void mn_relu_s8(const mn_word *args) { by_table(args, ALPHA_MULT, mn_relu_s8_portable); }
+void mn_leaky_relu_s8(const mn_word *args) { by_table(args, RELU_ARGS, mn_leaky_relu_s8_portable); }
 
 void mn_relu6_s8(const mn_word *args) {
     int8_t *out = MN_P(int8_t, R6_OUT);
