@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from speed import ROOT, _timed, macs_by_kind
+from speed import ROOT, _timed, macs_by_kind, per_round, subgraph_calls
 from tflite_micro.python.tflite_micro import runtime
 
 from micronn import Interpreter
@@ -42,14 +42,6 @@ def _lib() -> ctypes.CDLL:
     return lib
 
 
-def _best(fn, seconds: float = 0.2) -> float:
-    """Fastest of five runs of ``fn(rounds)`` sized to about ``seconds``, per round (seconds)."""
-    rounds = 1
-    while _timed(fn, rounds) < seconds / 4:
-        rounds *= 4
-    return min(_timed(fn, rounds) for _ in range(5)) / rounds
-
-
 class Activations:
     """Nanoseconds per call of micronn's exact sigmoid (0) or tanhf (1) over ``n`` floats, as the kernels call them
     (an LSTM: its forget and input gates in one call of 2 x units, then units at a time), on gate-like inputs."""
@@ -66,27 +58,14 @@ class Activations:
             def run(rounds: int) -> None:
                 for r in range(calls):  # each call over its own n inputs, ``rounds`` times
                     self.lib.act_run(which, self.y.ctypes.data + 4 * r * n, self.x.ctypes.data + 4 * r * n, n, rounds)
-            self.ns[which, n] = _best(run) / calls * 1e9
+            self.ns[which, n] = per_round(run) / calls * 1e9
         return self.ns[which, n]
 
 
-def activations(it: Interpreter, act: Activations) -> tuple[dict[str, int], float]:
-    """Sigmoids and tanhs of one invoke (the one just run on ``it``, subgraph calls counted: an LSTM's three gates
-    and two tanhs per unit, step and batch row; LOGISTIC and TANH operators' elements), and their time in
-    nanoseconds at micronn's exact vector cost, called as the kernels call them."""
-    model, calls = it.model, [0] * len(it.model.subgraphs)
-    inner = it.invoke_subgraph
-
-    def counted(index: int) -> None:
-        calls[index] += 1
-        inner(index)
-
-    it.invoke_subgraph = counted
-    try:
-        it.invoke()
-    finally:
-        del it.invoke_subgraph
-    calls[0] = 1
+def activations(model, calls: list[int], act: Activations) -> tuple[dict[str, int], float]:
+    """Sigmoids and tanhs of one invoke (``calls``: ``speed.subgraph_calls``; an LSTM's three gates and two tanhs per
+    unit, step and batch row; LOGISTIC and TANH operators' elements), and their time in nanoseconds at micronn's
+    exact vector cost, called as the kernels call them."""
     count, ns = {"sigmoid": 0, "tanh": 0}, 0.0
     for sg, times in zip(model.subgraphs, calls):
         for op in sg.operators:
@@ -112,8 +91,8 @@ def measure(path: Path, peak: float, act: Activations) -> dict:
     for i, x in enumerate(xs):
         it.set_input(x, i)
         wheel.set_input(x, i)
-    it.invoke()
-    (acts, acts_ns), macs = activations(it, act), sum(macs_by_kind(it).values())
+    calls = subgraph_calls(it)
+    (acts, acts_ns), macs = activations(it.model, calls, act), sum(macs_by_kind(it.model, calls).values())
     wheel_us = min(_timed(lambda _: wheel.invoke(), 1) for _ in range(200)) * 1e6
     native = NativeModel(data)
     samples = [random_inputs(it.model, k) for k in range(256)]
@@ -135,7 +114,7 @@ def main() -> None:
     paths = [Path(m) if m.endswith(".tflite") else ROOT / "tests" / "models" / f"{m}.tflite"
              for m in a.models or DEFAULT]
     lib = _lib()
-    peak = lib.peak_macs(3) / _best(lib.peak_f32_unfused)
+    peak = lib.peak_macs(3) / per_round(lib.peak_f32_unfused)
     act = Activations(lib)
     rows = [measure(p, peak, act) for p in paths]
     per_call = {f"{'tanh' if w else 'sigmoid'}({n})": ns for (w, n), ns in sorted(act.ns.items())}

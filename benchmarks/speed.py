@@ -176,9 +176,8 @@ def peak_rss_mib(engine: str, path: Path, n_inputs: int) -> float:
 PEAK_KINDS = ("f32", "i8", "i16")  # peak.c's kinds, in its order
 
 
-def measure_peaks(seconds: float = 0.2) -> dict[str, tuple[float, str]]:
-    """This core's multiply-accumulates per second for each of PEAK_KINDS (the fastest of five timed runs of
-    ``seconds`` each), with the instructions peak.c used."""
+def measure_peaks() -> dict[str, tuple[float, str]]:
+    """This core's multiply-accumulates per second for each of PEAK_KINDS, with the instructions peak.c used."""
     lib = ctypes.CDLL(str(host_toolchain().shared_object([ROOT / "benchmarks" / "peak.c"], [], FLAGS)))
     lib.peak_macs.restype, lib.peak_macs.argtypes = ctypes.c_long, [ctypes.c_int]
     lib.peak_isa.restype, lib.peak_isa.argtypes = ctypes.c_char_p, [ctypes.c_int]
@@ -186,17 +185,7 @@ def measure_peaks(seconds: float = 0.2) -> dict[str, tuple[float, str]]:
     for k, kind in enumerate(PEAK_KINDS):
         fn = lib[f"peak_{kind}"]
         fn.argtypes = [ctypes.c_long]
-        per_round, rounds = lib.peak_macs(k), 1 << 16
-        while True:  # rounds enough for ``seconds`` of one call
-            t0 = time.thread_time()
-            fn(rounds)
-            dt = time.thread_time() - t0
-            if dt >= seconds / 4:
-                break
-            rounds *= 4
-        rounds = int(rounds * seconds / max(dt, 1e-6))
-        best = min(_timed(fn, rounds) for _ in range(5))
-        out[kind] = (per_round * rounds / best, lib.peak_isa(k).decode())
+        out[kind] = (lib.peak_macs(k) / per_round(fn), lib.peak_isa(k).decode())
     return out
 
 
@@ -206,22 +195,37 @@ def _timed(fn, rounds: int) -> float:
     return time.thread_time() - t0
 
 
-def macs_by_kind(ours: Interpreter) -> dict[str, int]:
-    """Multiply-accumulates of one invoke (the one just run on ``ours``, whose subgraph calls are counted), by the
-    peak kind of each operator's first input: float32, int16, else int8."""
-    model, calls = ours.model, [0] * len(ours.model.subgraphs)
-    inner = ours.invoke_subgraph
+def per_round(fn, seconds: float = 0.2) -> float:
+    """Seconds per round of ``fn(rounds)`` (a native loop): the fastest of five runs sized to about ``seconds``."""
+    rounds = 1
+    while _timed(fn, rounds) < seconds / 4:
+        rounds *= 4
+    rounds = max(rounds, int(rounds * seconds / max(_timed(fn, rounds), 1e-6)))
+    return min(_timed(fn, rounds) for _ in range(5)) / rounds
+
+
+def subgraph_calls(it: Interpreter) -> list[int]:
+    """How often one invoke of ``it`` (inputs set) runs each subgraph: the main one once, control flow's as counted
+    over one more invoke."""
+    calls = [0] * len(it.model.subgraphs)
+    inner = it.invoke_subgraph
 
     def counted(index: int) -> None:
         calls[index] += 1
         inner(index)
 
-    ours.invoke_subgraph = counted  # one more invoke, counting what control flow runs
+    it.invoke_subgraph = counted
     try:
-        ours.invoke()
+        it.invoke()
     finally:
-        del ours.invoke_subgraph
+        del it.invoke_subgraph
     calls[0] = 1
+    return calls
+
+
+def macs_by_kind(model, calls: list[int]) -> dict[str, int]:
+    """Multiply-accumulates of one invoke (``calls``: ``subgraph_calls``), by the peak kind of each operator's first
+    input: float32, int16, else int8."""
     out = dict.fromkeys(PEAK_KINDS, 0)
     for sg, times in zip(model.subgraphs, calls):
         for op in sg.operators:
@@ -248,7 +252,7 @@ def measure(path: Path, runs: int, batch: int = 0, rss: bool = True, peaks: dict
     want = [np.array(wheel.get_output(i)).tobytes() for i in range(n_out)]
     row["same_interpreter"] = [ours.get_output(i).tobytes() for i in range(n_out)] == want
     if peaks:
-        macs = macs_by_kind(ours)
+        macs = macs_by_kind(ours.model, subgraph_calls(ours))
         row["macs"] = sum(macs.values())
         row["limit_us"] = sum(n / peaks[k][0] for k, n in macs.items()) * 1e6
     row["tflm_ms"] = best_of(wheel.invoke, runs) * 1e3
