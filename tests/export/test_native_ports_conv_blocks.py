@@ -118,6 +118,9 @@ CASES = [(1, 5, 7, 16, 16, 1, 1, 1, 0, -128, 127), (1, 7, 5, 16, 24, 1, 1, 1, 0,
          (1, 1, 1, 16, 16, 1, 1, 1, 0, -128, 127), (1, 2, 1, 16, 9, 1, 1, 1, 0, -128, 127),
          (1, 4, 5, 16, 25, 1, 1, 1, 0, -128, 127), (1, 5, 5, 8, 9, 3, 3, 1, 1, -128, 127),
          (1, 3, 5, 16, 13, 1, 1, 1, 0, -128, 127),
+         # images of at most 9 pixels over 16-channel blocks: 4 (3 of them stored) and 2 pixels, 9 of a 3x3 filter
+         (1, 1, 3, 16, 40, 1, 1, 1, 0, -128, 127), (1, 2, 1, 8, 24, 1, 1, 1, 0, -9, 127),
+         (1, 3, 3, 8, 32, 3, 3, 1, 1, -128, 127),
          # windows one step apart across rows, blocks, bands of blocks and images (1x1, stride 1, unpadded), and a 1x1
          # stride-2 layer whose rows are not
          (2, 7, 13, 8, 24, 1, 1, 1, 0, -128, 127), (1, 20, 23, 8, 16, 1, 1, 1, 0, -5, 90),

@@ -210,10 +210,11 @@ static const direct_pack *direct_prepare(const mn_word *args) {
     return p;
 }
 
-/* MR pixels (windows at x[0..MR)) x NV 8-channel blocks (weights w, blocks segs * lp * DIRECT_VEC values apart). */
+/* MR pixels (windows at x[0..MR)) x NV 8-channel blocks (weights w, blocks segs * lp * DIRECT_VEC values apart).
+ * Always inlined where called by name (the main 16-channel loop); the others are called through a pointer. */
 #define DIRECT_KERNEL(NAME, MR, NV)                                                                                \
-    static void NAME(const direct_t *const *x, const direct_pack *p, const direct_w *w, const int32_t *bias,        \
-                     __m256i *acc) {                                                                                \
+    __attribute__((always_inline)) static inline void NAME(const direct_t *const *x, const direct_pack *p,         \
+                                                           const direct_w *w, const int32_t *bias, __m256i *acc) { \
         __m256i a[MR][NV];                                                                                          \
         const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC;                                                  \
         for (int v = 0; v < NV; v++) {                                                                              \
@@ -246,6 +247,10 @@ enum { MR16 = 6 };
 #endif
 enum { MR8 = 12, DIRECT_BAND = 32, DIRECT_ACC = 2 * MR16 > MR8 ? 2 * MR16 : MR8 };
 DIRECT_KERNEL(direct16, MR16, 2)
+DIRECT_KERNEL(direct16x9, 9, 2)
+DIRECT_KERNEL(direct16x4, 4, 2)
+DIRECT_KERNEL(direct16x2, 2, 2)
+DIRECT_KERNEL(direct16x1, 1, 2)
 DIRECT_KERNEL(direct8, MR8, 1)
 DIRECT_KERNEL(direct8x9, 9, 1)
 DIRECT_KERNEL(direct8x4, 4, 1)
@@ -404,10 +409,12 @@ static int conv_direct(const mn_word *args) {
     const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), out_c = MN_I(OUT_C), sh = MN_I(S_H), sw = MN_I(S_W);
     const int32_t out_zp = MN_I(OUT_ZP), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
     const int blocks = mnh_blocks8(out_c), total = out_h * out_w, wide = blocks >= 2;
-    /* an image of at most 9 pixels: one block of pixels over 8-channel blocks (the weights read once) */
+    /* an image of at most 9 pixels: one block of pixels over 16- then 8-channel blocks (the weights read once) */
     const int few = total <= 9 ? (total <= 2 ? total : total <= 4 ? 4 : 9) : 0;
     const direct_kernel k8 = few == 9 ? direct8x9 : few == 4 ? direct8x4 : few == 2 ? direct8x2 : few == 1 ? direct8x1
                                                                                                            : direct8;
+    const direct_kernel k16 = few == 9 ? direct16x9 : few == 4 ? direct16x4 : few == 2 ? direct16x2
+                              : few == 1 ? direct16x1 : NULL; /* else direct16, inlined */
     const int mr = few ? few : wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
     const int folded = fast && lo >= -128 && lo <= hi && hi <= 127; /* mnh_fr, the clamp on bytes */
     const __m256i lo8 = _mm256_set1_epi8((char)lo), hi8 = _mm256_set1_epi8((char)hi);
@@ -443,7 +450,7 @@ static int conv_direct(const mn_word *args) {
                 for (int i = m; i < MR8; i++) px[j][i] = px[j][m - 1]; /* computed, not stored */
             }
             int bl = 0;
-            for (; wide && !few && bl + 2 <= blocks; bl += 2) {
+            for (; wide && few <= MR16 && bl + 2 <= blocks; bl += 2) { /* (few: its accumulators fit) */
                 const int nn = mn_min(16, out_c - bl * 8);
                 const mnh_fq8 r0 = mnh_fq8_load(&p->fq, bl * 8, lo, hi), r1 = mnh_fq8_load(&p->fq, bl * 8 + 8, lo, hi);
                 mnh_fr8 f0, f1;
@@ -451,7 +458,8 @@ static int conv_direct(const mn_word *args) {
                 for (int j = 0; j < nb; j++) {
                     const int p0 = b0 + j * mr, m = mn_min(mr, total - p0);
                     int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
-                    direct16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
+                    if (few) k16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
+                    else direct16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
                     if (!fast) {
                         mnh_store8xm(o, (size_t)out_c, m, mn_min(8, nn), acc, 2, &p->rq, bl * 8, out_zp, lo, hi);
                         mnh_store8xm(o + 8, (size_t)out_c, m, nn - 8, acc + 1, 2, &p->rq, bl * 8 + 8, out_zp, lo, hi);
