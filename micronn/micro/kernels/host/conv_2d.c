@@ -458,6 +458,13 @@ static int conv_direct(const mn_word *args) {
                 for (int j = 0; j < nb; j++) {
                     const int p0 = b0 + j * mr, m = mn_min(mr, total - p0);
                     int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
+                    if (!few && folded && m == MR16 && nn == 16) { /* a whole block: its sums kept in registers */
+                        __m256i a[2 * MR16];
+                        direct16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, a);
+                        if (left) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 1);
+                        else direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0);
+                        continue;
+                    }
                     if (few) k16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
                     else direct16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
                     if (!fast) {
@@ -482,6 +489,13 @@ static int conv_direct(const mn_word *args) {
                 for (int j = 0; j < nb; j++) {
                     const int p0 = b0 + j * mr, m = mn_min(mr, total - p0);
                     int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
+                    if (!few && folded && m == MR8 && nn == 8) { /* a whole block: as above */
+                        __m256i a[MR8];
+                        direct8(px[j], p, p->w + bl * wstep, p->bias + bl * 8, a);
+                        if (left) direct_put8(o, (size_t)out_c, MR8, 8, a, &f, lo8, hi8, 1);
+                        else direct_put8(o, (size_t)out_c, MR8, 8, a, &f, lo8, hi8, 0);
+                        continue;
+                    }
                     k8(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
                     if (!fast) mnh_store8xm(o, (size_t)out_c, m, nn, acc, 1, &p->rq, bl * 8, out_zp, lo, hi);
                     else if (folded && !left) direct_put8(o, (size_t)out_c, m, nn, acc, &f, lo8, hi8, 0);
