@@ -121,6 +121,11 @@ CASES = [(1, 5, 7, 16, 16, 1, 1, 1, 0, -128, 127), (1, 7, 5, 16, 24, 1, 1, 1, 0,
          # images of at most 9 pixels over 16-channel blocks: 4 (3 of them stored) and 2 pixels, 9 of a 3x3 filter
          (1, 1, 3, 16, 40, 1, 1, 1, 0, -128, 127), (1, 2, 1, 8, 24, 1, 1, 1, 0, -9, 127),
          (1, 3, 3, 8, 32, 3, 3, 1, 1, -128, 127),
+         # 1x1 heads of one or two channels (8 pixels in the lanes; partial last groups, two images), and one whose
+         # depth is not a multiple of 4 (the direct path)
+         (1, 5, 7, 16, 1, 1, 1, 1, 0, -128, 127), (2, 3, 11, 8, 2, 1, 1, 1, 0, -128, 127),
+         (1, 4, 2, 4, 1, 1, 1, 1, 0, -5, 60), (1, 3, 3, 12, 2, 1, 1, 1, 0, -128, 127),
+         (1, 4, 4, 6, 1, 1, 1, 1, 0, -128, 127),
          # windows one step apart across rows, blocks, bands of blocks and images (1x1, stride 1, unpadded), and a 1x1
          # stride-2 layer whose rows are not
          (2, 7, 13, 8, 24, 1, 1, 1, 0, -128, 127), (1, 20, 23, 8, 16, 1, 1, 1, 0, -5, 90),
@@ -133,6 +138,8 @@ def _params(rng: np.random.Generator, oc: int, kind: int) -> tuple[np.ndarray, n
     if kind == 1:  # the ends of the range, shifts of 0 and left shifts beside right ones
         mult = rng.choice([1 << 30, (1 << 31) - 1, 1 << 30 | 1], oc).astype(np.int32)
         return mult, rng.choice([-20, -1, 0, 1, 3], oc).astype(np.int8)
+    if kind == 3:  # scales near 1: outputs follow the sums unit by unit (with small data, unsaturated)
+        return rng.integers(1 << 30, (1 << 31) - 1, oc).astype(np.int32), rng.choice([0, -1, -2], oc).astype(np.int8)
     mult = rng.choice([0, 1, 3, 77777, (1 << 30) - 1], oc).astype(np.int32)  # small multipliers
     return mult, rng.choice([-2, -1, 0, 2], oc).astype(np.int8)
 
@@ -140,17 +147,20 @@ def _params(rng: np.random.Generator, oc: int, kind: int) -> tuple[np.ndarray, n
 @pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
 def test_blocks_match_the_portable_kernel(case: tuple) -> None:
     """conv_2d.c (VNNI, -DMNH_NO_VNNI and -march=haswell builds) against its portable kernel: random data, then the
-    rails, with three kinds of requantization parameters."""
+    rails, with three kinds of requantization parameters; then small data under scales near 1, where an output
+    follows its sum unit by unit."""
     n, h, w, c, oc, fh, fw, stride, pad, lo, hi = case
     oh, ow = (h + 2 * pad - fh) // stride + 1, (w + 2 * pad - fw) // stride + 1
     vnni, avx2, hsw = _kernel_library("conv_2d"), _kernel_library("conv_2d", ("MNH_NO_VNNI",)), _haswell_library()
     rng = np.random.default_rng(sum(case) + 11)
     datas = [(*r, kind) for r, kind in zip(rails(rng, (n, h, w, c), (oc, fh, fw, c)), (0, 1, 2, 0))] + [
              (rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), -7, 1),
-             (rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 0, 2)]
+             (rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 0, 2),
+             (rng.integers(-4, 5, (n, h, w, c)), rng.integers(-4, 5, (oc, fh, fw, c)), 3, 3)]
     for x, weights, in_off, kind in datas:
         x, weights = x.astype(np.int8), weights.astype(np.int8)
-        bias = rng.integers(-30000, 30000, oc).astype(np.int32)
+        bias = rng.integers(-60, 60, oc) if kind == 3 else rng.integers(-30000, 30000, oc)
+        bias = bias.astype(np.int32)
         bias_full = (bias + in_off * weights.reshape(oc, -1).sum(1, dtype=np.int64)).astype(np.int32)
         mult, shift = _params(rng, oc, kind)
         out_zp = int(rng.choice([-128, -3, 127]))

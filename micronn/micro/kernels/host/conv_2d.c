@@ -396,6 +396,68 @@ static direct_t *direct_image(const direct_pack *p, const int8_t *image, int in_
     return x;
 }
 
+#if defined(DIRECT_VNNI)
+/* ---- 1x1 heads: one or two output channels of a stride-1 unpadded 1x1 layer (a U-Net's output), pixels in lanes ----
+ * The direct path would fill 8 channel lanes with one or two. Here, per output channel, 8 neighbouring pixels' sums
+ * share a vector: each step gathers the 8 pixels' next four input bytes (as u = x + 128) against the channel's four
+ * weights broadcast, from the same packed weights and start values; the channel's requantization parameters fill
+ * every lane. A group's 8 pixels are read before its outputs are stored (a streamed output stays behind its input);
+ * a last partial group reads its last pixel again in the spare lanes. 1: done; 0: not such a layer. */
+__attribute__((always_inline)) static inline __m128i head_bytes(const int8_t *x, __m256i index, const direct_pack *p,
+                                                                int c, int lp, int left) {
+    const int32_t *w = (const int32_t *)(const void *)(p->w + 4 * c); /* step j: DIRECT_VEC bytes further */
+    const __m256i top = _mm256_set1_epi8(-128);
+    __m256i acc = _mm256_set1_epi32(p->bias[c]);
+    for (int j = 0; j < lp; j++) {
+        const __m256i g = _mm256_i32gather_epi32((const int *)(const void *)(x + 4 * j), index, 1);
+        const __m256i u = _mm256_xor_si256(g, top);
+        acc = _mm256_dpbusd_epi32(acc, u, _mm256_set1_epi32(w[j * DIRECT_VEC / 4]));
+    }
+    mnh_fr8 r;
+    const int64_t k = (c % 2 ? p->fr.k_odd : p->fr.k_even)[c / 2];
+    r.mult = r.mult_odd = _mm256_set1_epi32(p->fr.mult[c]), r.left1 = _mm256_set1_epi32(p->fr.left1[c]);
+    r.right = _mm256_set1_epi32(p->fr.right[c]), r.thr = _mm256_set1_epi32(p->fr.thr[c]);
+    r.k_even = r.k_odd = _mm256_set1_epi64x(k);
+    const __m256i y = left ? mnh_fr8_apply(acc, &r, 1, 1) : mnh_fr8_apply(acc, &r, 0, 1);
+    const __m128i y16 = _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+    return _mm_packs_epi16(y16, _mm_setzero_si128());
+}
+
+static int conv_head(const mn_word *args, const direct_pack *p) {
+    const int in_c = MN_I(IN_C), out_c = MN_I(OUT_C), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
+    const int total = MN_I(OUT_H) * MN_I(OUT_W), lp = p->lp, left = p->fq.any_left;
+    if (out_c > 2 || MN_I(F_H) != 1 || MN_I(F_W) != 1 || MN_I(S_H) != 1 || MN_I(S_W) != 1 || MN_I(PAD_T) != 0 ||
+        MN_I(PAD_L) != 0 || MN_I(OUT_W) != MN_I(IN_W) || MN_I(OUT_H) != MN_I(IN_H) || in_c % 4 != 0 ||
+        in_c > (1 << 20) || total < 8 || !p->fq.ok || lo < -128 || lo > hi || hi > 127)
+        return 0;
+    const __m128i lo8 = _mm_set1_epi8((char)lo), hi8 = _mm_set1_epi8((char)hi);
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int b = 0; b < MN_I(N); b++) {
+        const int8_t *in = MN_P(const int8_t, IN) + (size_t)b * total * in_c;
+        int8_t *out = MN_P(int8_t, OUT) + (size_t)b * total * out_c;
+        for (int p0 = 0; p0 < total; p0 += 8) {
+            const int m = mn_min(8, total - p0);
+            const __m256i index = _mm256_mullo_epi32(_mm256_min_epi32(lanes, _mm256_set1_epi32(m - 1)),
+                                                     _mm256_set1_epi32(in_c));
+            const int8_t *x = in + (size_t)p0 * in_c;
+            __m128i v = head_bytes(x, index, p, 0, lp, left);
+            if (out_c == 2) v = _mm_unpacklo_epi8(v, head_bytes(x, index, p, 1, lp, left));
+            v = _mm_min_epi8(_mm_max_epi8(v, lo8), hi8);
+            if (m == 8 && out_c == 1) {
+                _mm_storel_epi64((__m128i *)(out + p0), v);
+            } else if (m == 8) {
+                _mm_storeu_si128((__m128i *)(out + 2 * (size_t)p0), v);
+            } else {
+                int8_t tmp[16];
+                _mm_storeu_si128((__m128i *)tmp, v);
+                memcpy(out + (size_t)p0 * out_c, tmp, (size_t)m * out_c);
+            }
+        }
+    }
+    return 1;
+}
+#endif
+
 static int conv_direct(const mn_word *args) {
     const int hp = mn_max(MN_I(IN_H) + MN_I(PAD_T), (MN_I(OUT_H) - 1) * MN_I(S_H) + (MN_I(F_H) - 1) * MN_I(D_H) + 1);
     const int wp = mn_max(MN_I(IN_W) + MN_I(PAD_L), (MN_I(OUT_W) - 1) * MN_I(S_W) + (MN_I(F_W) - 1) * MN_I(D_W) + 1);
@@ -403,6 +465,9 @@ static int conv_direct(const mn_word *args) {
     if (need > DIRECT_MAX_IMAGE || !direct_reserve(need)) return 0;
     const direct_pack *p = direct_prepare(args);
     if (!p || !p->rq.vec) return 0;
+#if defined(DIRECT_VNNI)
+    if (MN_I(OUT_C) <= 2 && conv_head(args, p)) return 1;
+#endif
     int8_t *out = MN_P(int8_t, OUT);
     const int8_t *in = MN_P(const int8_t, IN);
     const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), in_c = MN_I(IN_C);

@@ -27,9 +27,10 @@ static void fast_sum_rows(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, int
     } else if (s0 == 0 && s1 == 1 && n >= 32) {
         const __m256i top = _mm256_set1_epi8(-128);
         __m256i sums = _mm256_setzero_si256(); /* four 64-bit sums of x + 128 */
-        for (; i + 32 <= n; i += 32)
-            sums = _mm256_add_epi64(sums, _mm256_sad_epu8(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p1 + i)),
-                                                                         top), _mm256_setzero_si256()));
+        for (; i + 32 <= n; i += 32) {
+            const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p1 + i)), top);
+            sums = _mm256_add_epi64(sums, _mm256_sad_epu8(u, _mm256_setzero_si256()));
+        }
         const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
         const uint32_t u = (uint32_t)(_mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1)); /* wraps as the sum does */
         *(uint32_t *)p0 += u - 128u * (uint32_t)i;
