@@ -126,6 +126,8 @@ CASES = [(1, 5, 7, 16, 16, 1, 1, 1, 0, -128, 127), (1, 7, 5, 16, 24, 1, 1, 1, 0,
          (1, 5, 7, 16, 1, 1, 1, 1, 0, -128, 127), (2, 3, 11, 8, 2, 1, 1, 1, 0, -128, 127),
          (1, 4, 2, 4, 1, 1, 1, 1, 0, -5, 60), (1, 3, 3, 12, 2, 1, 1, 1, 0, -128, 127),
          (1, 4, 4, 6, 1, 1, 1, 1, 0, -128, 127),
+         # an 8x8 image in 16-channel blocks of 8 pixels, with an 8-channel block after them
+         (1, 8, 8, 16, 24, 3, 3, 1, 1, -128, 127), (1, 16, 8, 8, 32, 1, 1, 2, 0, -128, 127),
          # windows one step apart across rows, blocks, bands of blocks and images (1x1, stride 1, unpadded), and a 1x1
          # stride-2 layer whose rows are not
          (2, 7, 13, 8, 24, 1, 1, 1, 0, -128, 127), (1, 20, 23, 8, 16, 1, 1, 1, 0, -5, 90),

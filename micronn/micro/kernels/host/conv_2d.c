@@ -247,6 +247,7 @@ enum { MR16 = 6 };
 #endif
 enum { MR8 = 12, DIRECT_BAND = 32, DIRECT_ACC = 2 * MR16 > MR8 ? 2 * MR16 : MR8 };
 DIRECT_KERNEL(direct16, MR16, 2)
+DIRECT_KERNEL(direct16x8, 8, 2)
 DIRECT_KERNEL(direct16x9, 9, 2)
 DIRECT_KERNEL(direct16x4, 4, 2)
 DIRECT_KERNEL(direct16x2, 2, 2)
@@ -478,9 +479,11 @@ static int conv_direct(const mn_word *args) {
     const int few = total <= 9 ? (total <= 2 ? total : total <= 4 ? 4 : 9) : 0;
     const direct_kernel k8 = few == 9 ? direct8x9 : few == 4 ? direct8x4 : few == 2 ? direct8x2 : few == 1 ? direct8x1
                                                                                                            : direct8;
+    /* 16-channel blocks of 8 pixels where MR16's would leave many more idle (an 8x8 image: 64 = 8 x 8) */
+    const int by8 = wide && !few && MR16 > 8 && (total + 7) / 8 * 8 + total / 10 < (total + MR16 - 1) / MR16 * MR16;
     const direct_kernel k16 = few == 9 ? direct16x9 : few == 4 ? direct16x4 : few == 2 ? direct16x2
-                              : few == 1 ? direct16x1 : NULL; /* else direct16, inlined */
-    const int mr = few ? few : wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
+                              : few == 1 ? direct16x1 : by8 ? direct16x8 : NULL; /* else direct16, inlined */
+    const int mr = few ? few : by8 ? 8 : wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
     const int folded = fast && lo >= -128 && lo <= hi && hi <= 127; /* mnh_fr, the clamp on bytes */
     const __m256i lo8 = _mm256_set1_epi8((char)lo), hi8 = _mm256_set1_epi8((char)hi);
     const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC, step = (size_t)sw * in_c;
@@ -523,14 +526,14 @@ static int conv_direct(const mn_word *args) {
                 for (int j = 0; j < nb; j++) {
                     const int p0 = b0 + j * mr, m = mn_min(mr, total - p0);
                     int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
-                    if (!few && folded && m == MR16 && nn == 16) { /* a whole block: its sums kept in registers */
+                    if (!k16 && folded && m == MR16 && nn == 16) { /* a whole block: its sums kept in registers */
                         __m256i a[2 * MR16];
                         direct16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, a);
                         if (left) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 1);
                         else direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0);
                         continue;
                     }
-                    if (few) k16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
+                    if (k16) k16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
                     else direct16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
                     if (!fast) {
                         mnh_store8xm(o, (size_t)out_c, m, mn_min(8, nn), acc, 2, &p->rq, bl * 8, out_zp, lo, hi);
