@@ -170,6 +170,21 @@ def nan_from_second(a: Tensor, b: Tensor, out: Tensor, broadcast_only: bool) -> 
     return not (last > 1 and (len(b.shape) == 0 or b.shape[-1] == 1))
 
 
+def both_nan(raw: np.ndarray, x1: np.ndarray, x2: np.ndarray, second: bool) -> np.ndarray:
+    """``raw`` (float32 ``x1 + x2`` or ``x1 * x2``) where both operands are NaN: the second's NaN where ``second``
+    (``nan_from_second``) else the first's, quieted, as x86 gives it for that order. Set explicitly: numpy's loops
+    (like a C compiler) may put either operand of a sum or product first, depending on sizes and broadcasting."""
+    if raw.dtype != np.float32:
+        return raw
+    both = np.isnan(x1) & np.isnan(x2)
+    if not both.any():
+        return raw
+    raw = np.array(np.broadcast_to(raw, both.shape), np.float32)
+    pick = np.broadcast_to(x2 if second else x1, both.shape).astype(np.float32)
+    raw.view(np.uint32)[both] = pick.view(np.uint32)[both] | np.uint32(0x00400000)
+    return raw
+
+
 def clamp(x: np.ndarray, lo, hi) -> np.ndarray:
     """std::min(std::max(x, lo), hi) exactly, NaN and signed zeros included."""
     x = np.where(x < lo, lo, x)

@@ -45,6 +45,6 @@ class Add(Kernel):
             result = self.params.compute(x1, x2, self.subtract)
         else:
             with np.errstate(all="ignore"):  # float overflow gives inf (then clamped), int32 wraps like C's
-                raw = x1 - x2 if self.subtract else x2 + x1 if self.swap else x1 + x2
+                raw = x1 - x2 if self.subtract else ew.both_nan(x1 + x2, x1, x2, self.swap)
             result = ew.clamp(raw, self.lo, self.hi)
         node.output(0)[...] = result.reshape(node.output(0).shape)

@@ -46,5 +46,5 @@ class Mul(Kernel):
             result = ew.saturate(scaled, self.lo, self.hi, out.dtype)
         else:
             with np.errstate(all="ignore"):  # float overflow gives inf (then clamped), int32 wraps like C's
-                result = ew.clamp(x2 * x1 if self.swap else x1 * x2, self.lo, self.hi)
+                result = ew.clamp(ew.both_nan(x1 * x2, x1, x2, self.swap), self.lo, self.hi)
         out[...] = result.reshape(out.shape)

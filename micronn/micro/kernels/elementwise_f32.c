@@ -2,10 +2,11 @@
  * LOGISTIC and TANH with the C library's expf and tanhf (mn_libm.h), bit for bit with micronn's reference.
  *
  * ADD/SUB/MUL: the float32 result of the two operands, then std::min(std::max(x, lo), hi) with the activation's
- * range (+-FLT_MAX without one, so an infinity saturates). SWAP puts the second operand first for ADD and MUL:
- * x86 returns the first source's NaN when both are NaN, and the reference follows the order TFLM's compiled
- * loops use (see micronn/kernels/_elementwise.py, nan_from_second). Each element is read before it is written,
- * so an output exactly over an input is fine. */
+ * range (+-FLT_MAX without one, so an infinity saturates). Where both operands of ADD or MUL are NaN, the result is
+ * the first's NaN, quieted, or the second's where SWAP says: the NaN x86 gives in the order TFLM's compiled loops
+ * use (see micronn/kernels/_elementwise.py, nan_from_second), chosen explicitly because a compiler may put either
+ * operand of a sum or product first. Each element is read before it is written, so an output exactly over an
+ * input is fine. */
 #include "mn_elementwise.h"
 #include "mn_libm.h"
 
@@ -17,12 +18,24 @@ static inline float act(float x, const mn_word *args) {
     return mn_f32_clamp(x, mn_f32_arg(args, LO), mn_f32_arg(args, HI));
 }
 
+/* y = a + b or a * b, unless both are NaN: then the first input's NaN, or the second's where SWAP says, quieted. (x86
+ * returns its instruction's first source's NaN, but the compiler may put either operand of a sum or product first.) */
+static inline float both_nan(float y, float a, float b, int swap) {
+    if (a != a && b != b) {
+        uint32_t u;
+        memcpy(&u, swap ? &b : &a, 4);
+        u |= 0x00400000u;
+        memcpy(&y, &u, 4);
+    }
+    return y;
+}
+
 static void add_row(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, int32_t n, int32_t s0, int32_t s1, int32_t s2,
                     const mn_word *args) {
     const int swap = MN_I(SWAP);
     for (int32_t i = 0; i < n; i++, p0 += s0, p1 += s1, p2 += s2) {
         const float a = load_f32(p1), b = load_f32(p2);
-        const float y = act(swap ? b + a : a + b, args);
+        const float y = act(both_nan(a + b, a, b, swap), args);
         memcpy(p0, &y, 4);
     }
 }
@@ -40,7 +53,7 @@ static void mul_row(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, int32_t n
     const int swap = MN_I(SWAP);
     for (int32_t i = 0; i < n; i++, p0 += s0, p1 += s1, p2 += s2) {
         const float a = load_f32(p1), b = load_f32(p2);
-        const float y = act(swap ? b * a : a * b, args);
+        const float y = act(both_nan(a * b, a, b, swap), args);
         memcpy(p0, &y, 4);
     }
 }
