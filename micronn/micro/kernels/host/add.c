@@ -101,28 +101,20 @@ static inline __m512i fold16_apply(__m512i x, const fold16 *r) {
     return _mm512_sra_epi32(_mm512_mask_sub_epi32(h, neg, h, _mm512_set1_epi32(1)), r->right);
 }
 
-/* 64 outputs of contiguous operands */
-static inline void out64(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint8_t *t, const out16 *r,
-                         const int subtract) {
+/* 64 outputs of contiguous operands: rescaled by fold16 (then the clamp [lo8, hi8] on bytes) where f is given, else
+ * by requant16 (f and subtract: constants at each call) */
+__attribute__((always_inline)) static inline void out64(uint8_t *p0, const uint8_t *p1, const uint8_t *p2,
+                                                        const uint8_t *t, const out16 *r, const fold16 *f, __m512i lo8,
+                                                        __m512i hi8, const int subtract) {
     __m512i a[4], b[4], y[4];
     operand_values(t, _mm512_loadu_si512((const void *)p1), a);
     operand_values(t + 1024, _mm512_loadu_si512((const void *)p2), b);
-    for (int j = 0; j < 4; j++)
-        y[j] = requant16(subtract ? _mm512_sub_epi32(a[j], b[j]) : _mm512_add_epi32(a[j], b[j]), r);
+    for (int j = 0; j < 4; j++) {
+        const __m512i s = subtract ? _mm512_sub_epi32(a[j], b[j]) : _mm512_add_epi32(a[j], b[j]);
+        y[j] = f ? fold16_apply(s, f) : requant16(s, r);
+    }
     const __m512i w = _mm512_packs_epi16(_mm512_packs_epi32(y[0], y[1]), _mm512_packs_epi32(y[2], y[3]));
-    _mm512_storeu_si512((void *)p0, w);
-}
-
-/* out64 with fold16's rescaling, then the clamp [lo8, hi8] on bytes */
-static inline void out64_fold(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint8_t *t, const fold16 *r,
-                              __m512i lo8, __m512i hi8, const int subtract) {
-    __m512i a[4], b[4], y[4];
-    operand_values(t, _mm512_loadu_si512((const void *)p1), a);
-    operand_values(t + 1024, _mm512_loadu_si512((const void *)p2), b);
-    for (int j = 0; j < 4; j++)
-        y[j] = fold16_apply(subtract ? _mm512_sub_epi32(a[j], b[j]) : _mm512_add_epi32(a[j], b[j]), r);
-    const __m512i w = _mm512_packs_epi16(_mm512_packs_epi32(y[0], y[1]), _mm512_packs_epi32(y[2], y[3]));
-    _mm512_storeu_si512((void *)p0, _mm512_min_epi8(_mm512_max_epi8(w, lo8), hi8));
+    _mm512_storeu_si512((void *)p0, f ? _mm512_min_epi8(_mm512_max_epi8(w, lo8), hi8) : w);
 }
 #endif
 
@@ -155,7 +147,7 @@ static inline void fast_row(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, i
         f.k = _mm512_set1_epi64(((int64_t)1 << 31) + add * ((int64_t)1 << 32));
         f.right = _mm_cvtsi32_si128(e), f.unit = e > 0;
         const __m512i lo8 = _mm512_set1_epi8((char)lo), hi8 = _mm512_set1_epi8((char)hi);
-        for (; i + 64 <= n; i += 64) out64_fold(p0 + i, p1 + i, p2 + i, t, &f, lo8, hi8, subtract);
+        for (; i + 64 <= n; i += 64) out64(p0 + i, p1 + i, p2 + i, t, NULL, &f, lo8, hi8, subtract);
     } else if (t) {
         const int32_t e = -MN_I(SHIFT_OUT);
         const int32_t mask = (int32_t)(((uint32_t)1 << e) - 1);
@@ -164,7 +156,8 @@ static inline void fast_row(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, i
         r16.mask = _mm512_set1_epi32(mask), r16.threshold = _mm512_set1_epi32(mask >> 1);
         r16.one = _mm512_set1_epi32(1), r16.zp = _mm512_set1_epi32(zp);
         r16.lo_zp = _mm512_set1_epi32(MN_I(ACT_MIN) - zp), r16.hi_zp = _mm512_set1_epi32(MN_I(ACT_MAX) - zp);
-        for (; i + 64 <= n; i += 64) out64(p0 + i, p1 + i, p2 + i, t, &r16, subtract);
+        const __m512i none = _mm512_setzero_si512();
+        for (; i + 64 <= n; i += 64) out64(p0 + i, p1 + i, p2 + i, t, &r16, NULL, none, none, subtract);
     }
 #endif
     for (; i + 8 <= n; i += 8) {
