@@ -122,7 +122,9 @@ static inline void gemm8(const int16_t *rows, int kp, const int16_t *w0, const i
  * filter row (fw * in_c values) when the taps of a row are adjacent, else one per tap. Each run is summed in steps
  * of DIRECT_STEP taps; a run whose length is not a multiple of the step reads up to DIRECT_STEP - 1 values past its
  * end, which their packed weights (0) cancel. The sums are register blocks of MR pixels x 8 or 16 channels, each
- * pixel's step broadcast straight from the image against a vector of 8 channels x DIRECT_STEP weights.
+ * pixel's step broadcast straight from the image against a vector of 8 channels x DIRECT_STEP weights: 12 pixels
+ * (8 where 12 would leave many idle, as in an 8x8 image; the whole image where it has at most 9). A whole block's
+ * sums are requantized straight from registers; a partial one's through the shared accumulator array.
  *
  * With AVX-512 VNNI (vpdpbusd: unsigned x signed bytes, 4 products a lane) the copy holds u = x + 128 as uint8 (the
  * border zp + 128) and each step is 4 taps; sum(u * w) = sum(x * w) + 128 * sum(w), so the sums start from
