@@ -1,6 +1,7 @@
 """The CONV_2D port's direct path requantized by mn_host.h's mnh_fr (the zero point and rounding constant inside the
-64-bit product, TFLM's negative-h unit as a compare on the shifted sum, the clamp on saturated bytes) and its stores
-(16-channel blocks two pixels at a time, 8-channel blocks four at a time, an odd or partial last group repeated):
+64-bit unsigned product, TFLM's negative-h unit and the unsigned product's excess as one masked subtraction, the
+clamp on saturated bytes) and its stores (16-channel blocks two pixels at a time, 8-channel blocks four at a time,
+an odd or partial last group repeated):
 mnh_fr8_apply against mn_requant_s8 over every accumulator of a range around 0 and random ones up to mnh_fq's bound,
 multipliers 0, 1 and across [2^30, 2^31), shifts -20..10, zero points at the rails; and conv_2d.c, built as
 NativeModel builds it, with -DMNH_NO_VNNI and for -march=haswell (no AVX-512), against the portable kernel on layers
@@ -23,9 +24,8 @@ from micronn.micro import lower
 FR_TEST = r"""
 #include "mn_host.h"
 /* For each parameter set: every acc in [-span, span] and `randoms` random ones within the bound mnh_fq accepts, each
- * through mnh_fr8_apply (both LEFT forms where no lane shifts left, both E0 forms where every lane shifts right),
- * clamped to [lo, hi]; returns the number of differences from mn_requant_s8, or -1 where mnh_fq refused a set it
- * should accept. */
+ * through mnh_fr8_apply (both LEFT forms where no lane shifts left), clamped to [lo, hi]; returns the number of
+ * differences from mn_requant_s8, or -1 where mnh_fq refused a set it should accept. */
 long mnh_fr_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, int sets, int32_t span, int randoms,
                   int32_t lo, int32_t hi) {
     long bad = 0;
@@ -52,14 +52,10 @@ long mnh_fr_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, 
                     acc[j] = (int32_t)((int64_t)(s % (uint64_t)(2 * lim + 1)) - lim);
                 }
             }
-            /* no left shift: both LEFT forms; a right shift in every lane: both E0 forms */
-            for (int form = 0; form < 4; form++) { /* bit 0: LEFT, bit 1: E0 */
-                if ((left && !(form & 1)) || (shift[i] >= 0 && !(form & 2))) continue;
+            for (int form = 0; form < 2; form++) { /* LEFT 0 and 1; a left shift needs LEFT */
+                if (left && !form) continue;
                 const __m256i a = _mm256_loadu_si256((const __m256i *)acc);
-                const __m256i y = form == 0   ? mnh_fr8_apply(a, &r, 0, 0)
-                                  : form == 1 ? mnh_fr8_apply(a, &r, 1, 0)
-                                  : form == 2 ? mnh_fr8_apply(a, &r, 0, 1)
-                                              : mnh_fr8_apply(a, &r, 1, 1);
+                const __m256i y = form ? mnh_fr8_apply(a, &r, 1) : mnh_fr8_apply(a, &r, 0);
                 _mm256_storeu_si256((__m256i *)got, y);
                 for (int j = 0; j < 8; j++) {
                     const int32_t v = got[j] < lo ? lo : got[j] > hi ? hi : got[j];

@@ -312,8 +312,8 @@ __attribute__((always_inline)) static inline void direct_put16(int8_t *out, size
                                                                const mnh_fr8 *r1, __m256i lo8, __m256i hi8, int left) {
     for (int i = 0; i < m; i += 2) {
         const int j = i + 1 < m ? i + 1 : i;
-        const __m256i a0 = mnh_fr8_apply(acc[2 * i], r0, left, 1), a1 = mnh_fr8_apply(acc[2 * i + 1], r1, left, 1);
-        const __m256i b0 = mnh_fr8_apply(acc[2 * j], r0, left, 1), b1 = mnh_fr8_apply(acc[2 * j + 1], r1, left, 1);
+        const __m256i a0 = mnh_fr8_apply(acc[2 * i], r0, left), a1 = mnh_fr8_apply(acc[2 * i + 1], r1, left);
+        const __m256i b0 = mnh_fr8_apply(acc[2 * j], r0, left), b1 = mnh_fr8_apply(acc[2 * j + 1], r1, left);
         const __m256i b = direct_bytes2x16(a0, a1, b0, b1, lo8, hi8);
         if (n == 16) {
             _mm_storeu_si128((__m128i *)(out + i * stride), _mm256_castsi256_si128(b));
@@ -334,8 +334,8 @@ __attribute__((always_inline)) static inline void direct_put8(int8_t *out, size_
                                                               __m256i hi8, int left) {
     for (int i = 0; i < m; i += 4) {
         const int i1 = mn_min(i + 1, m - 1), i2 = mn_min(i + 2, m - 1), i3 = mn_min(i + 3, m - 1);
-        const __m256i b = direct_bytes2x16(mnh_fr8_apply(acc[i], r, left, 1), mnh_fr8_apply(acc[i1], r, left, 1),
-                                           mnh_fr8_apply(acc[i2], r, left, 1), mnh_fr8_apply(acc[i3], r, left, 1),
+        const __m256i b = direct_bytes2x16(mnh_fr8_apply(acc[i], r, left), mnh_fr8_apply(acc[i1], r, left),
+                                           mnh_fr8_apply(acc[i2], r, left), mnh_fr8_apply(acc[i3], r, left),
                                            lo8, hi8);
         int8_t tmp[32];
         _mm256_storeu_si256((__m256i *)tmp, b);
@@ -418,10 +418,10 @@ __attribute__((always_inline)) static inline __m128i head_bytes(const int8_t *x,
     }
     mnh_fr8 r;
     const int64_t k = (c % 2 ? p->fr.k_odd : p->fr.k_even)[c / 2];
-    r.mult = r.mult_odd = _mm256_set1_epi32(p->fr.mult[c]), r.left1 = _mm256_set1_epi32(p->fr.left1[c]);
-    r.right = _mm256_set1_epi32(p->fr.right[c]), r.thr = _mm256_set1_epi32(p->fr.thr[c]);
+    r.mult = r.mult_odd = _mm256_set1_epi32(p->fr.mult[c]), r.left = _mm256_set1_epi32(p->fr.left[c]);
+    r.right = _mm256_set1_epi32(p->fr.right[c]), r.corr = _mm256_set1_epi32(p->fr.corr[c]);
     r.k_even = r.k_odd = _mm256_set1_epi64x(k);
-    const __m256i y = left ? mnh_fr8_apply(acc, &r, 1, 1) : mnh_fr8_apply(acc, &r, 0, 1);
+    const __m256i y = left ? mnh_fr8_apply(acc, &r, 1) : mnh_fr8_apply(acc, &r, 0);
     const __m128i y16 = _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
     return _mm_packs_epi16(y16, _mm_setzero_si128());
 }

@@ -392,7 +392,7 @@ __attribute__((always_inline)) static inline void pair_group(const pair_pack *p,
                     const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
                     a[j] = PAIR_DOT(a[j], v, wt);
                 }
-            a[j] = mnh_fr8_apply(a[j], &r[j], left, e0);
+            a[j] = mnh_fr8_apply(a[j], &r[j], left);
         }
         const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(a[0], a[1]), _mm256_packs_epi32(a[2], a[3]));
         _mm256_storeu_si256((__m256i *)o, _mm256_min_epi8(_mm256_max_epi8(b, blo), bhi));
@@ -432,7 +432,7 @@ __attribute__((always_inline)) static inline void pair_two(const pair_pack *p, i
                     const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
                     a[j] = PAIR_DOT(a[j], v, wt);
                 }
-            a[j] = mnh_fr8_apply(a[j], &r[j], left, e0);
+            a[j] = mnh_fr8_apply(a[j], &r[j], left);
         }
         const __m256i h = _mm256_packs_epi32(a[0], a[1]);
         const __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packs_epi16(h, h), order));
@@ -466,7 +466,7 @@ __attribute__((always_inline)) static inline void pair_px2(const pair_pack *p, c
                     const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(p->w + PAIR_VEC * t));
                     a[j] = PAIR_DOT(a[j], v, wt);
                 }
-            a[j] = mnh_fr8_apply(a[j], &r, left, e0);
+            a[j] = mnh_fr8_apply(a[j], &r, left);
         }
         const __m256i h = _mm256_packs_epi32(a[0], a[1]);
         const __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packs_epi16(h, h), order));

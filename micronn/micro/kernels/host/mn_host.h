@@ -308,14 +308,16 @@ __attribute__((always_inline)) static inline __m256i mnh_fq8_apply(__m256i acc, 
 }
 
 /* ---- mnh_fq's requantization in fewer operations still: the zero point and rounding constant inside the product --
- * Under mnh_fq's conditions (x = acc << left, |x| < 2^28, e <= 20), with x2 = acc << (left + 1) = 2x: h + add (mnh_fq's
- * h and add) is the high word of the 64-bit x2 * mult + 2^31 + add * 2^32 (floor((2 x mult + 2^31) / 2^32) = h, add
- * an integer). TFLM's unit off a negative h (where e > 0) is taken off wherever x2 < 0 (thr 0; else thr INT32_MIN):
- * there h <= 0, and for h = 0 the unit changes nothing, floor((half - 1) / 2^e) = floor(half / 2^e) = 0. The result
- * is floor((h + add - [x2 < thr]) / 2^e), zp included and not clamped: the caller clamps (a saturating pack to int8
- * then [lo, hi] on the bytes is the same clamp). */
+ * Under mnh_fq's conditions (x = acc << left, |x| < 2^28, e <= 20): h + add (mnh_fq's h and add) is the high word of
+ * the 64-bit P + k, P = x * m2 with m2 = 2 * mult (< 2^32) and k = 2^31 + add * 2^32 (floor((2 x mult + 2^31) /
+ * 2^32) = h, add an integer). TFLM's unit off a negative h (where e > 0) is taken off wherever x < 0: there h <= 0,
+ * and for h = 0 the unit changes nothing, floor((half - 1) / 2^e) = floor(half / 2^e) = 0. The product is taken
+ * unsigned (vpmuludq: m2 needs 32 bits), of x + 2^32 where x < 0, which adds m2 * 2^32 to P: the high word is then
+ * m2 too large there, taken off with the unit as one subtraction of corr = m2 + [e > 0] where x < 0. The result is
+ * floor((h + add - [x < 0 and e > 0]) / 2^e), zp included and not clamped: the caller clamps (a saturating pack to
+ * int8 then [lo, hi] on the bytes is the same clamp). */
 typedef struct {
-    int32_t *mult, *mult_odd, *left1, *right, *thr; /* mult_odd: channel 2i + 1's multiplier in lane 2i */
+    int32_t *mult, *mult_odd, *left, *right, *corr; /* m2 (as uint32 bits); mult_odd: channel 2i + 1's in lane 2i */
     int64_t *k_even, *k_odd;                        /* per lane pair: 2^31 + add * 2^32 of its even / odd channel */
 } mnh_fr;
 
@@ -326,46 +328,47 @@ static inline int mnh_fr_init(mnh_fr *r, const mnh_fq *q, int n, int round) {
     int32_t *buf = (int32_t *)mnh_alloc((size_t)5 * m * sizeof(int32_t));
     int64_t *k = (int64_t *)mnh_alloc((size_t)m * sizeof(int64_t));
     if (!buf || !k) return 0;
-    r->mult = buf, r->mult_odd = buf + m, r->left1 = buf + 2 * m, r->right = buf + 3 * m, r->thr = buf + 4 * m;
+    r->mult = buf, r->mult_odd = buf + m, r->left = buf + 2 * m, r->right = buf + 3 * m, r->corr = buf + 4 * m;
     r->k_even = k, r->k_odd = k + m / 2;
     for (int i = 0; i < m; i++) {
-        const int64_t add = q->add[i]; /* padding lanes: mult 0, add zp */
-        r->mult[i] = q->mult[i], r->mult_odd[i] = q->mult_odd[i], r->left1[i] = q->left[i] + 1;
-        r->right[i] = q->right[i];
-        r->thr[i] = q->right[i] > 0 ? 0 : INT32_MIN;
+        const int64_t add = i < n ? q->add[i] : 0; /* padding lanes: mult 0, never stored */
+        const uint32_t m2 = i < n ? 2u * (uint32_t)q->mult[i] : 0, m2_odd = 2u * (uint32_t)q->mult_odd[i];
+        const int right = i < n ? q->right[i] : 0;
+        r->mult[i] = (int32_t)m2, r->mult_odd[i] = (int32_t)m2_odd, r->left[i] = i < n ? q->left[i] : 0;
+        r->right[i] = right, r->corr[i] = (int32_t)(m2 + (right > 0));
         (i % 2 ? r->k_odd : r->k_even)[i / 2] = ((int64_t)1 << 31) + (int64_t)((uint64_t)add << 32);
     }
     return 1;
 }
 
-typedef struct { __m256i mult, mult_odd, left1, right, thr, k_even, k_odd; } mnh_fr8;
+typedef struct { __m256i mult, mult_odd, left, right, corr, k_even, k_odd; } mnh_fr8;
 
 static inline mnh_fr8 mnh_fr8_load(const mnh_fr *r, int c) {
     mnh_fr8 v;
     v.mult = _mm256_loadu_si256((const __m256i *)(r->mult + c));
     v.mult_odd = _mm256_loadu_si256((const __m256i *)(r->mult_odd + c));
-    v.left1 = _mm256_loadu_si256((const __m256i *)(r->left1 + c));
+    v.left = _mm256_loadu_si256((const __m256i *)(r->left + c));
     v.right = _mm256_loadu_si256((const __m256i *)(r->right + c));
-    v.thr = _mm256_loadu_si256((const __m256i *)(r->thr + c));
+    v.corr = _mm256_loadu_si256((const __m256i *)(r->corr + c));
     v.k_even = _mm256_loadu_si256((const __m256i *)(r->k_even + c / 2));
     v.k_odd = _mm256_loadu_si256((const __m256i *)(r->k_odd + c / 2));
     return v;
 }
 
-/* Eight sums requantized with zp, not clamped (see mnh_fr). LEFT: some channel of the call has a left shift; E0: some
- * channel has no right shift (compile-time constants at the call; LEFT 0: acc + acc is the shift by left + 1 = 1;
- * E0 0: every thr is 0, so x2 < thr is x2's sign and no thr vector is held in a register). */
-__attribute__((always_inline)) static inline __m256i mnh_fr8_apply(__m256i acc, const mnh_fr8 *r, int left, int e0) {
-    const __m256i x2 = left ? _mm256_sllv_epi32(acc, r->left1) : _mm256_add_epi32(acc, acc);
-    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x2, r->mult), r->k_even);
-    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x2, 32), r->mult_odd), r->k_odd);
-#if defined(__AVX512VL__)
+/* Eight sums requantized with zp, not clamped (see mnh_fr). LEFT: some channel of the call has a left shift (a
+ * compile-time constant at the call). */
+__attribute__((always_inline)) static inline __m256i mnh_fr8_apply(__m256i acc, const mnh_fr8 *r, int left) {
+    const __m256i x = left ? _mm256_sllv_epi32(acc, r->left) : acc;
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epu32(x, r->mult), r->k_even);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x, 32), r->mult_odd), r->k_odd);
+#if defined(__AVX512VL__) && defined(__AVX512DQ__)
     const __m256i h = _mm256_mask_shuffle_epi32(odd, 0x55, even, _MM_PERM_DDBB); /* the high words */
+    const __m256i y = _mm256_mask_sub_epi32(h, _mm256_movepi32_mask(x), h, r->corr);
 #else
     const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+    const __m256i y = _mm256_sub_epi32(h, _mm256_and_si256(_mm256_srai_epi32(x, 31), r->corr));
 #endif
-    const __m256i unit = e0 ? _mm256_cmpgt_epi32(r->thr, x2) : _mm256_srai_epi32(x2, 31);
-    return _mm256_srav_epi32(_mm256_add_epi32(h, unit), r->right);
+    return _mm256_srav_epi32(y, r->right);
 }
 
 /* ---- int32 elementwise rows (mn_elementwise.h's walk) ------------------------------------------------------ */
