@@ -363,8 +363,7 @@ __attribute__((always_inline)) static inline void pair_block(const pair_pack *p,
  * bytes in channel order, then clamped to [lo, hi] as bytes. */
 __attribute__((always_inline)) static inline void pair_group(const pair_pack *p, int gi, const int16_t *const *rows,
                                                              int8_t *o, int out_w, int c, size_t xs, size_t qs,
-                                                             int32_t lo, int32_t hi, int fh, int fw2, int left,
-                                                             int e0) {
+                                                             int32_t lo, int32_t hi, int fh, int fw2, int left) {
     enum { MAXW = 32 };
     const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
     for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
@@ -403,7 +402,7 @@ __attribute__((always_inline)) static inline void pair_group(const pair_pack *p,
  * 4-7, 12-15, put in order by one permute, then clamped as bytes. */
 __attribute__((always_inline)) static inline void pair_two(const pair_pack *p, int k, const int16_t *const *rows,
                                                            int8_t *o, int out_w, int c, size_t xs, size_t qs,
-                                                           int32_t lo, int32_t hi, int fh, int fw2, int left, int e0) {
+                                                           int32_t lo, int32_t hi, int fh, int fw2, int left) {
     enum { MAXW = 32 };
     const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
     for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
@@ -444,7 +443,7 @@ __attribute__((always_inline)) static inline void pair_two(const pair_pack *p, i
  * packs over the two pixels' results; an odd last pixel is computed twice and stored once. */
 __attribute__((always_inline)) static inline void pair_px2(const pair_pack *p, const int16_t *const *rows, int8_t *o,
                                                            int out_w, size_t xs, size_t qs, int32_t lo, int32_t hi,
-                                                           int fh, int fw2, int left, int e0) {
+                                                           int fh, int fw2, int left) {
     enum { MAXW = 32 };
     const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
     for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
@@ -517,30 +516,30 @@ static int dw_paired(const mn_word *args) {
             for (int fy = 0; fy < fh; fy++) rows[fy] = pair_scratch + (size_t)((oy * sh + fy * dh) % ring) * row;
             int8_t *o = ob + (size_t)oy * out_w * c;
             for (int gi = 0; gi < p->c32; gi++) {
-                if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left && !e0)
-                    pair_group(p, gi, rows, o, out_w, c, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0, 0);
-                else if (!left && !e0)
-                    pair_group(p, gi, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 0, 0);
+                if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left)
+                    pair_group(p, gi, rows, o, out_w, c, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0);
+                else if (!left)
+                    pair_group(p, gi, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 0);
                 else
-                    pair_group(p, gi, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 1, 1);
+                    pair_group(p, gi, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 1);
             }
             if (c == 8) {
-                if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left && !e0)
-                    pair_px2(p, rows, o, out_w, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0, 0);
-                else if (!left && !e0)
-                    pair_px2(p, rows, o, out_w, xs, qs, lo, hi, fh, fw2, 0, 0);
+                if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left)
+                    pair_px2(p, rows, o, out_w, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0);
+                else if (!left)
+                    pair_px2(p, rows, o, out_w, xs, qs, lo, hi, fh, fw2, 0);
                 else
-                    pair_px2(p, rows, o, out_w, xs, qs, lo, hi, fh, fw2, 1, 1);
+                    pair_px2(p, rows, o, out_w, xs, qs, lo, hi, fh, fw2, 1);
                 continue;
             }
             int k = 4 * p->c32;
             for (; 8 * k + 16 <= c; k += 2) {
-                if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left && !e0)
-                    pair_two(p, k, rows, o, out_w, c, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0, 0);
-                else if (!left && !e0)
-                    pair_two(p, k, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 0, 0);
+                if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left)
+                    pair_two(p, k, rows, o, out_w, c, xs, qs, lo, hi, 3, (3 + PAIR_STEP - 1) / PAIR_STEP, 0);
+                else if (!left)
+                    pair_two(p, k, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 0);
                 else
-                    pair_two(p, k, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 1, 1);
+                    pair_two(p, k, rows, o, out_w, c, xs, qs, lo, hi, fh, fw2, 1);
             }
             for (; k < p->c8; k++) {
                 if (fh == 3 && fw2 == (3 + PAIR_STEP - 1) / PAIR_STEP && !left && !e0)
