@@ -86,19 +86,18 @@ static inline __m512i requant16(__m512i x, const out16 *r) {
     return _mm512_add_epi32(y, r->zp);
 }
 
-/* The output rescaling of 16 sums in mnh_fr's fewer operations (its conditions: |sum| < 2^28, a right shift e <= 20,
- * zp in int8; checked per call site): floor((h + half + zp * 2^e - [sum < 0 and e > 0]) / 2^e) with h + half +
- * zp * 2^e the high word of 2 * sum * mult + k, k = 2^31 + (half + zp * 2^e) * 2^32; zp included, not clamped (the
- * saturating packs and the byte clamp after them are the clamp). */
-typedef struct { __m512i mult, k; __m128i right; int unit; } fold16;
+/* The output rescaling of 16 sums as mnh_fr's (its conditions: |sum| < 2^28, a right shift e <= 20, zp in int8;
+ * checked per call site): floor((h + half + zp * 2^e - [sum < 0 and e > 0]) / 2^e) with h + half + zp * 2^e the
+ * high word of sum * m2 + k, m2 = 2 * mult, k = 2^31 + (half + zp * 2^e) * 2^32, the product taken unsigned and its
+ * excess where sum < 0 taken off with the unit (corr = m2 + [e > 0]); zp included, not clamped (the saturating
+ * packs and the byte clamp after them are the clamp). */
+typedef struct { __m512i mult, k, corr; __m128i right; } fold16;
 
 static inline __m512i fold16_apply(__m512i x, const fold16 *r) {
-    const __m512i x2 = _mm512_add_epi32(x, x);
-    const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(x2, r->mult), r->k);
-    const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x2, 32), r->mult), r->k);
+    const __m512i even = _mm512_add_epi64(_mm512_mul_epu32(x, r->mult), r->k);
+    const __m512i odd = _mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(x, 32), r->mult), r->k);
     const __m512i h = _mm512_mask_shuffle_epi32(odd, 0x5555, even, _MM_PERM_DDBB); /* the high words */
-    const __mmask16 neg = r->unit ? _mm512_movepi32_mask(x2) : 0;
-    return _mm512_sra_epi32(_mm512_mask_sub_epi32(h, neg, h, _mm512_set1_epi32(1)), r->right);
+    return _mm512_sra_epi32(_mm512_mask_sub_epi32(h, _mm512_movepi32_mask(x), h, r->corr), r->right);
 }
 
 /* 64 outputs of contiguous operands: rescaled by fold16 (then the clamp [lo8, hi8] on bytes) where f is given, else
@@ -143,9 +142,10 @@ static inline void fast_row(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, i
         const int32_t e = -MN_I(SHIFT_OUT);
         const int64_t add = (e ? (int64_t)1 << (e - 1) : 0) + (int64_t)zp * ((int64_t)1 << e);
         fold16 f;
-        f.mult = _mm512_set1_epi32(MN_I(MULT_OUT));
+        const uint32_t m2 = 2u * (uint32_t)MN_I(MULT_OUT);
+        f.mult = _mm512_set1_epi32((int32_t)m2), f.corr = _mm512_set1_epi32((int32_t)(m2 + (e > 0)));
         f.k = _mm512_set1_epi64(((int64_t)1 << 31) + add * ((int64_t)1 << 32));
-        f.right = _mm_cvtsi32_si128(e), f.unit = e > 0;
+        f.right = _mm_cvtsi32_si128(e);
         const __m512i lo8 = _mm512_set1_epi8((char)lo), hi8 = _mm512_set1_epi8((char)hi);
         for (; i + 64 <= n; i += 64) out64(p0 + i, p1 + i, p2 + i, t, NULL, &f, lo8, hi8, subtract);
     } else if (t) {
