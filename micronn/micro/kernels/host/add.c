@@ -17,12 +17,9 @@
 #include "mn_host.h"
 
 #if defined(MNH_AVX2)
-/* the rescaling of mnh_requant8r for a multiplier and right shift shared by all lanes, no clamp */
+/* an operand's rescaling: mnh_requant8r's for a multiplier and right shift shared by all lanes, no clamp */
 static inline mnh_rq8 rescaler(int32_t mult, int32_t shift) {
-    mnh_rq8 r;
-    r.mult = _mm256_set1_epi32(mult), r.left = _mm256_setzero_si256(), r.right = _mm256_set1_epi32(-shift);
-    r.zp = _mm256_setzero_si256(), r.lo_zp = _mm256_set1_epi32(INT32_MIN), r.hi_zp = _mm256_set1_epi32(INT32_MAX);
-    return r;
+    return mnh_rq8_uniform(mult, shift, 0, INT32_MIN, INT32_MAX);
 }
 
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__)
@@ -127,10 +124,8 @@ static inline void fast_row(uint8_t *p0, const uint8_t *p1, const uint8_t *p2, i
     const __m128i left = _mm_cvtsi32_si128(MN_I(LEFT_SHIFT));
     const __m256i off1 = _mm256_set1_epi32(MN_I(OFF1)), off2 = _mm256_set1_epi32(MN_I(OFF2));
     const mnh_rq8 r1 = rescaler(MN_I(MULT1), MN_I(SHIFT1)), r2 = rescaler(MN_I(MULT2), MN_I(SHIFT2));
-    mnh_rq8 ro = rescaler(MN_I(MULT_OUT), MN_I(SHIFT_OUT));
     const int32_t zp = MN_I(OUT_ZP);
-    ro.zp = _mm256_set1_epi32(zp);
-    ro.lo_zp = _mm256_set1_epi32(MN_I(ACT_MIN) - zp), ro.hi_zp = _mm256_set1_epi32(MN_I(ACT_MAX) - zp);
+    const mnh_rq8 ro = mnh_rq8_uniform(MN_I(MULT_OUT), MN_I(SHIFT_OUT), zp, MN_I(ACT_MIN), MN_I(ACT_MAX));
     int32_t i = 0;
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__)
     const uint8_t *t = n >= 64 ? operand_tables(args) : NULL;

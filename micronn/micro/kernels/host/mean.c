@@ -47,10 +47,7 @@ void mn_mean_s8(const mn_word *args) {
     const uint32_t zp_total = (uint32_t)MN_I(IN_ZP) * (uint32_t)MN_I(COUNT);
     memset(acc, 0, (size_t)outputs * sizeof *acc);
     mn_walk(args, GEO, (uint8_t *)acc, MN_P(const uint8_t, IN), MN_P(const uint8_t, IN), fast_sum_rows);
-    mnh_rq8 r;
-    r.mult = _mm256_set1_epi32(mult), r.zp = _mm256_set1_epi32(out_zp);
-    r.left = _mm256_set1_epi32(shift > 0 ? shift : 0), r.right = _mm256_set1_epi32(shift < 0 ? -shift : 0);
-    r.lo_zp = _mm256_set1_epi32(-128 - out_zp), r.hi_zp = _mm256_set1_epi32(127 - out_zp);
+    const mnh_rq8 r = mnh_rq8_uniform(mult, shift, out_zp, -128, 127);
     const __m256i off = _mm256_set1_epi32((int32_t)zp_total);
     int32_t i = 0;
     for (; i + 8 <= outputs; i += 8) {

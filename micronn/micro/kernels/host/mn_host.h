@@ -190,6 +190,15 @@ static inline mnh_rq8 mnh_rq8_load(const mnh_rq *q, int c, int32_t zp, int32_t l
     return r;
 }
 
+/* The same for one multiplier and shift in every lane (a per-tensor requantization; mn_mbqm's shifts). */
+static inline mnh_rq8 mnh_rq8_uniform(int32_t mult, int32_t shift, int32_t zp, int32_t lo, int32_t hi) {
+    mnh_rq8 r;
+    r.mult = _mm256_set1_epi32(mult);
+    r.left = _mm256_set1_epi32(shift > 0 ? shift : 0), r.right = _mm256_set1_epi32(shift < 0 ? -shift : 0);
+    r.zp = _mm256_set1_epi32(zp), r.lo_zp = _mm256_set1_epi32(lo - zp), r.hi_zp = _mm256_set1_epi32(hi - zp);
+    return r;
+}
+
 /* mnh_requant8 with the parameters in registers. */
 static inline __m256i mnh_requant8r(__m256i acc, const mnh_rq8 *r) {
     const __m256i x = _mm256_sllv_epi32(acc, r->left), e = r->right, m = r->mult;
@@ -352,6 +361,15 @@ static inline mnh_fr8 mnh_fr8_load(const mnh_fr *r, int c) {
     v.corr = _mm256_loadu_si256((const __m256i *)(r->corr + c));
     v.k_even = _mm256_loadu_si256((const __m256i *)(r->k_even + c / 2));
     v.k_odd = _mm256_loadu_si256((const __m256i *)(r->k_odd + c / 2));
+    return v;
+}
+
+/* Channel c's parameters in all eight lanes (eight sums of the one channel). */
+static inline mnh_fr8 mnh_fr8_channel(const mnh_fr *r, int c) {
+    mnh_fr8 v;
+    v.mult = v.mult_odd = _mm256_set1_epi32(r->mult[c]), v.left = _mm256_set1_epi32(r->left[c]);
+    v.right = _mm256_set1_epi32(r->right[c]), v.corr = _mm256_set1_epi32(r->corr[c]);
+    v.k_even = v.k_odd = _mm256_set1_epi64x((c % 2 ? r->k_odd : r->k_even)[c / 2]);
     return v;
 }
 

@@ -77,14 +77,6 @@ static void unpair(int8_t *rows, const mn_word *args) {
         rows[(size_t)fix[0] * depth + fix[1]] -= 1; /* a -128 stored as -127 */
 }
 
-/* the requantization of a per-tensor multiplier and shift as vectors */
-static mnh_rq8 rq8_tensor(const mnh_rq *q, int32_t zp, int32_t lo, int32_t hi) {
-    mnh_rq8 r;
-    r.mult = _mm256_set1_epi32(q->mult[0]), r.left = _mm256_set1_epi32(q->left[0]);
-    r.right = _mm256_set1_epi32(q->right[0]);
-    r.zp = _mm256_set1_epi32(zp), r.lo_zp = _mm256_set1_epi32(lo - zp), r.hi_zp = _mm256_set1_epi32(hi - zp);
-    return r;
-}
 
 static svdf_pack *svdf_prepare(const mn_word *args) {
     mnh_slot *slot;
@@ -116,11 +108,11 @@ static svdf_pack *svdf_prepare(const mn_word *args) {
     p->no_right = m1 >= 0 && s1 >= 0 && s1 < 31;
     p->fold_mult = m1, p->fold_e1 = -s1 - 1, p->fold_c = ((int64_t)1 << 30) + ((int64_t)1 << (30 - s1));
     p->fold_m = _mm256_set1_epi32(m1), p->fold_c8 = _mm256_set1_epi64x(p->fold_c);
-    p->o8 = rq8_tensor(&p->q2, MN_I(OUT_ZP), -128, 127);
+    p->o8 = mnh_rq8_uniform(p->q2.mult[0], p->q2.shift[0], MN_I(OUT_ZP), -128, 127);
     p->o_mask = _mm256_set1_epi32((int32_t)((1u << p->q2.right[0]) - 1u));
     p->o_half = _mm256_srai_epi32(p->o_mask, 1);
     p->o_left = _mm_cvtsi32_si128(p->q2.left[0]), p->o_right = _mm_cvtsi32_si128(p->q2.right[0]);
-    p->s8 = rq8_tensor(&p->q1, 0, -32768, 32767);
+    p->s8 = mnh_rq8_uniform(p->q1.mult[0], p->q1.shift[0], 0, -32768, 32767);
     unpair(rows, args);
     mnh_pack_rows8(p->w, rows, filters, depth, (size_t)depth);
     free(rows);
