@@ -404,10 +404,11 @@ static direct_t *direct_image(const direct_pack *p, const int8_t *image, int in_
  * The direct path would fill 8 channel lanes with one or two. Here, per output channel, 8 neighbouring pixels' sums
  * share a vector: each step gathers the 8 pixels' next four input bytes (as u = x + 128) against the channel's four
  * weights broadcast, from the same packed weights and start values; the channel's requantization parameters fill
- * every lane. A group's 8 pixels are read before its outputs are stored (a streamed output stays behind its input);
- * a last partial group reads its last pixel again in the spare lanes. 1: done; 0: not such a layer. */
+ * every lane (mnh_fr8_channel, set once per call). A group's 8 pixels are read before its outputs are stored (a
+ * streamed output stays behind its input); a last partial group reads its last pixel again in the spare lanes.
+ * conv_head: 1 done; 0 not such a layer. */
 __attribute__((always_inline)) static inline __m128i head_bytes(const int8_t *x, __m256i index, const direct_pack *p,
-                                                                int c, int lp, int left) {
+                                                                int c, const mnh_fr8 *r, int lp, int left) {
     const int32_t *w = (const int32_t *)(const void *)(p->w + 4 * c); /* step j: DIRECT_VEC bytes further */
     const __m256i top = _mm256_set1_epi8(-128);
     __m256i acc = _mm256_set1_epi32(p->bias[c]);
@@ -416,12 +417,7 @@ __attribute__((always_inline)) static inline __m128i head_bytes(const int8_t *x,
         const __m256i u = _mm256_xor_si256(g, top);
         acc = _mm256_dpbusd_epi32(acc, u, _mm256_set1_epi32(w[j * DIRECT_VEC / 4]));
     }
-    mnh_fr8 r;
-    const int64_t k = (c % 2 ? p->fr.k_odd : p->fr.k_even)[c / 2];
-    r.mult = r.mult_odd = _mm256_set1_epi32(p->fr.mult[c]), r.left = _mm256_set1_epi32(p->fr.left[c]);
-    r.right = _mm256_set1_epi32(p->fr.right[c]), r.corr = _mm256_set1_epi32(p->fr.corr[c]);
-    r.k_even = r.k_odd = _mm256_set1_epi64x(k);
-    const __m256i y = left ? mnh_fr8_apply(acc, &r, 1) : mnh_fr8_apply(acc, &r, 0);
+    const __m256i y = left ? mnh_fr8_apply(acc, r, 1) : mnh_fr8_apply(acc, r, 0);
     const __m128i y16 = _mm_packs_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
     return _mm_packs_epi16(y16, _mm_setzero_si128());
 }
@@ -435,6 +431,7 @@ static int conv_head(const mn_word *args, const direct_pack *p) {
         return 0;
     const __m128i lo8 = _mm_set1_epi8((char)lo), hi8 = _mm_set1_epi8((char)hi);
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const mnh_fr8 r0 = mnh_fr8_channel(&p->fr, 0), r1 = mnh_fr8_channel(&p->fr, out_c - 1);
     for (int b = 0; b < MN_I(N); b++) {
         const int8_t *in = MN_P(const int8_t, IN) + (size_t)b * total * in_c;
         int8_t *out = MN_P(int8_t, OUT) + (size_t)b * total * out_c;
@@ -443,8 +440,8 @@ static int conv_head(const mn_word *args, const direct_pack *p) {
             const __m256i index = _mm256_mullo_epi32(_mm256_min_epi32(lanes, _mm256_set1_epi32(m - 1)),
                                                      _mm256_set1_epi32(in_c));
             const int8_t *x = in + (size_t)p0 * in_c;
-            __m128i v = head_bytes(x, index, p, 0, lp, left);
-            if (out_c == 2) v = _mm_unpacklo_epi8(v, head_bytes(x, index, p, 1, lp, left));
+            __m128i v = head_bytes(x, index, p, 0, &r0, lp, left);
+            if (out_c == 2) v = _mm_unpacklo_epi8(v, head_bytes(x, index, p, 1, &r1, lp, left));
             v = _mm_min_epi8(_mm_max_epi8(v, lo8), hi8);
             if (m == 8 && out_c == 1) {
                 _mm_storel_epi64((__m128i *)(out + p0), v);
