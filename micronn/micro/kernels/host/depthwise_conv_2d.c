@@ -316,7 +316,24 @@ static void pair_build(const pair_pack *p, int16_t *d, int y, const int8_t *imag
 #endif
 }
 
-enum { PAIR_MAX_FH = 64 };
+enum { PAIR_MAX_FH = 64, PAIR_MAXW = 32 }; /* PAIR_MAXW: weight vectors a row function holds in registers */
+
+/* The sums of 8-channel block j of a window at position `at` of the paired rows rw (fh rows of fw2 steps, qs int16
+ * apart; the block's vectors 16 int16 apart): from `bias`, weight vector t = (j fh + fy) fw2 + q from w where
+ * t < PAIR_MAXW, else from wk. */
+__attribute__((always_inline)) static inline __m256i pair_sum(const int16_t *const *rw, size_t at, int j, int fh,
+                                                              int fw2, size_t qs, const __m256i *w, const pair_w *wk,
+                                                              __m256i bias) {
+    __m256i a = bias;
+    for (int fy = 0; fy < fh; fy++)
+        for (int q = 0; q < fw2; q++) {
+            const int t = (j * fh + fy) * fw2 + q;
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(rw[fy] + at + 16 * j + q * qs));
+            const __m256i wt = t < PAIR_MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
+            a = PAIR_DOT(a, v, wt);
+        }
+    return a;
+}
 
 /* One output row of one 8-channel block from the paired rows rows[fy] (FH x FW2 steps; constants where the caller
  * specialises); xs, qs: int16 (a position and block: 32 bytes) between the windows of neighbouring pixels, between
@@ -325,28 +342,19 @@ __attribute__((always_inline)) static inline void pair_block(const pair_pack *p,
                                                              int8_t *o, int out_w, int c, size_t xs, size_t qs,
                                                              int32_t lo, int32_t hi, int fh, int fw2, int left,
                                                              int e0) {
-    enum { MAXW = 32 };
     const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
     for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
-    __m256i w[MAXW];
+    __m256i w[PAIR_MAXW];
     const pair_w *wk = p->w + (size_t)k * fh * fw2 * PAIR_VEC;
-    for (int t = 0; t < fh * fw2 && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
+    for (int t = 0; t < fh * fw2 && t < PAIR_MAXW; t++)
+        w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
     const __m256i bias = _mm256_loadu_si256((const __m256i *)(p->bias + 8 * k));
     const mnh_fq8 r = mnh_fq8_load(&p->fq, 8 * k, lo, hi);
     const int n = mn_min(8, c - 8 * k);
     const size_t kk = (size_t)k * 16;
     o += 8 * k;
     for (int ox = 0; ox < out_w; ox++, o += c) {
-        const size_t at = (size_t)ox * xs + kk;
-        __m256i a = bias;
-        for (int fy = 0; fy < fh; fy++)
-            for (int q = 0; q < fw2; q++) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(rw[fy] + at + q * qs));
-                const __m256i wt = fy * fw2 + q < MAXW
-                                       ? w[fy * fw2 + q]
-                                       : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * (fy * fw2 + q)));
-                a = PAIR_DOT(a, v, wt);
-            }
+        const __m256i a = pair_sum(rw, (size_t)ox * xs + kk, 0, fh, fw2, qs, w, wk, bias);
         const __m128i b = mnh_bytes8(mnh_fq8_apply(a, &r, left, e0));
         if (n == 8) {
             _mm_storel_epi64((__m128i *)o, b);
@@ -364,14 +372,13 @@ __attribute__((always_inline)) static inline void pair_block(const pair_pack *p,
 __attribute__((always_inline)) static inline void pair_group(const pair_pack *p, int gi, const int16_t *const *rows,
                                                              int8_t *o, int out_w, int c, size_t xs, size_t qs,
                                                              int32_t lo, int32_t hi, int fh, int fw2, int left) {
-    enum { MAXW = 32 };
     const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
     for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
     const int nw = 4 * fh * fw2; /* vectors of weights: per block, row and step */
-    __m256i w[MAXW], bias[4];
+    __m256i w[PAIR_MAXW], bias[4];
     mnh_fr8 r[4];
     const pair_w *wk = p->w + (size_t)gi * nw * PAIR_VEC;
-    for (int t = 0; t < nw && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
+    for (int t = 0; t < nw && t < PAIR_MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
     for (int j = 0; j < 4; j++) {
         bias[j] = _mm256_loadu_si256((const __m256i *)(p->bias + 32 * gi + 8 * j));
         r[j] = mnh_fr8_load(&p->fr, 32 * gi + 8 * j);
@@ -380,19 +387,9 @@ __attribute__((always_inline)) static inline void pair_group(const pair_pack *p,
     const size_t kk = (size_t)gi * 64;
     o += 32 * gi;
     for (int ox = 0; ox < out_w; ox++, o += c) {
-        const size_t at = (size_t)ox * xs + kk;
         __m256i a[4];
-        for (int j = 0; j < 4; j++) {
-            a[j] = bias[j];
-            for (int fy = 0; fy < fh; fy++)
-                for (int q = 0; q < fw2; q++) {
-                    const int t = (j * fh + fy) * fw2 + q;
-                    const __m256i v = _mm256_loadu_si256((const __m256i *)(rw[fy] + at + 16 * j + q * qs));
-                    const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
-                    a[j] = PAIR_DOT(a[j], v, wt);
-                }
-            a[j] = mnh_fr8_apply(a[j], &r[j], left);
-        }
+        for (int j = 0; j < 4; j++)
+            a[j] = mnh_fr8_apply(pair_sum(rw, (size_t)ox * xs + kk, j, fh, fw2, qs, w, wk, bias[j]), &r[j], left);
         const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(a[0], a[1]), _mm256_packs_epi32(a[2], a[3]));
         _mm256_storeu_si256((__m256i *)o, _mm256_min_epi8(_mm256_max_epi8(b, blo), bhi));
     }
@@ -403,14 +400,13 @@ __attribute__((always_inline)) static inline void pair_group(const pair_pack *p,
 __attribute__((always_inline)) static inline void pair_two(const pair_pack *p, int k, const int16_t *const *rows,
                                                            int8_t *o, int out_w, int c, size_t xs, size_t qs,
                                                            int32_t lo, int32_t hi, int fh, int fw2, int left) {
-    enum { MAXW = 32 };
     const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
     for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
     const int nw = 2 * fh * fw2; /* vectors of weights: per block, row and step */
-    __m256i w[MAXW], bias[2];
+    __m256i w[PAIR_MAXW], bias[2];
     mnh_fr8 r[2];
     const pair_w *wk = p->w + (size_t)k * fh * fw2 * PAIR_VEC;
-    for (int t = 0; t < nw && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
+    for (int t = 0; t < nw && t < PAIR_MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
     for (int j = 0; j < 2; j++) {
         bias[j] = _mm256_loadu_si256((const __m256i *)(p->bias + 8 * (k + j)));
         r[j] = mnh_fr8_load(&p->fr, 8 * (k + j));
@@ -420,19 +416,9 @@ __attribute__((always_inline)) static inline void pair_two(const pair_pack *p, i
     const size_t kk = (size_t)k * 16;
     o += 8 * k;
     for (int ox = 0; ox < out_w; ox++, o += c) {
-        const size_t at = (size_t)ox * xs + kk;
         __m256i a[2];
-        for (int j = 0; j < 2; j++) {
-            a[j] = bias[j];
-            for (int fy = 0; fy < fh; fy++)
-                for (int q = 0; q < fw2; q++) {
-                    const int t = (j * fh + fy) * fw2 + q;
-                    const __m256i v = _mm256_loadu_si256((const __m256i *)(rw[fy] + at + 16 * j + q * qs));
-                    const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(wk + PAIR_VEC * t));
-                    a[j] = PAIR_DOT(a[j], v, wt);
-                }
-            a[j] = mnh_fr8_apply(a[j], &r[j], left);
-        }
+        for (int j = 0; j < 2; j++)
+            a[j] = mnh_fr8_apply(pair_sum(rw, (size_t)ox * xs + kk, j, fh, fw2, qs, w, wk, bias[j]), &r[j], left);
         const __m256i h = _mm256_packs_epi32(a[0], a[1]);
         const __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packs_epi16(h, h), order));
         _mm_storeu_si128((__m128i *)o, _mm_min_epi8(_mm_max_epi8(b, blo), bhi));
@@ -444,29 +430,20 @@ __attribute__((always_inline)) static inline void pair_two(const pair_pack *p, i
 __attribute__((always_inline)) static inline void pair_px2(const pair_pack *p, const int16_t *const *rows, int8_t *o,
                                                            int out_w, size_t xs, size_t qs, int32_t lo, int32_t hi,
                                                            int fh, int fw2, int left) {
-    enum { MAXW = 32 };
     const int16_t *rw[PAIR_MAX_FH]; /* a local copy: registers where fh is a constant (the stores alias rows) */
     for (int fy = 0; fy < fh; fy++) rw[fy] = rows[fy];
-    __m256i w[MAXW];
-    for (int t = 0; t < fh * fw2 && t < MAXW; t++) w[t] = _mm256_loadu_si256((const __m256i *)(p->w + PAIR_VEC * t));
+    __m256i w[PAIR_MAXW];
+    for (int t = 0; t < fh * fw2 && t < PAIR_MAXW; t++)
+        w[t] = _mm256_loadu_si256((const __m256i *)(p->w + PAIR_VEC * t));
     const __m256i bias = _mm256_loadu_si256((const __m256i *)p->bias);
     const mnh_fr8 r = mnh_fr8_load(&p->fr, 0);
     const __m128i blo = _mm_set1_epi8((char)lo), bhi = _mm_set1_epi8((char)hi);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int ox = 0; ox < out_w; ox += 2, o += 16) {
         __m256i a[2];
-        for (int j = 0; j < 2; j++) {
-            const size_t at = (size_t)mn_min(ox + j, out_w - 1) * xs;
-            a[j] = bias;
-            for (int fy = 0; fy < fh; fy++)
-                for (int q = 0; q < fw2; q++) {
-                    const int t = fy * fw2 + q;
-                    const __m256i v = _mm256_loadu_si256((const __m256i *)(rw[fy] + at + q * qs));
-                    const __m256i wt = t < MAXW ? w[t] : _mm256_loadu_si256((const __m256i *)(p->w + PAIR_VEC * t));
-                    a[j] = PAIR_DOT(a[j], v, wt);
-                }
-            a[j] = mnh_fr8_apply(a[j], &r, left);
-        }
+        for (int j = 0; j < 2; j++) /* pixels ox, ox + 1 of the one block */
+            a[j] = mnh_fr8_apply(pair_sum(rw, (size_t)mn_min(ox + j, out_w - 1) * xs, 0, fh, fw2, qs, w, p->w, bias),
+                                 &r, left);
         const __m256i h = _mm256_packs_epi32(a[0], a[1]);
         const __m128i b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_packs_epi16(h, h), order));
         const __m128i y = _mm_min_epi8(_mm_max_epi8(b, blo), bhi);
