@@ -16,13 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_native_ports_direct import _kernel_library, c_check_library, rails
+from test_native_ports_direct import CHECK_ACCS, _kernel_library, c_check_library, rails
 
 from micronn.export.native import FLAGS, host_toolchain
 from micronn.micro import lower
 
 FR_TEST = r"""
 #include "mn_host.h"
+""" + CHECK_ACCS + r"""
 /* For each parameter set: every acc in [-span, span] and `randoms` random ones within the bound mnh_fq accepts, each
  * through mnh_fr8_apply (both LEFT forms where no lane shifts left), clamped to [lo, hi]; returns the number of
  * differences from mn_requant_s8, or -1 where mnh_fq refused a set it should accept. */
@@ -43,15 +44,7 @@ long mnh_fr_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, 
         const int32_t sp = span < lim ? span : (int32_t)lim;
         for (int64_t a0 = -(int64_t)sp; a0 <= sp + 8 * (int64_t)randoms; a0 += 8) {
             int32_t acc[8], got[8];
-            for (int j = 0; j < 8; j++) {
-                if (a0 <= sp) {
-                    const int64_t a = a0 + j;
-                    acc[j] = (int32_t)(a > lim ? lim : a);
-                } else {
-                    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-                    acc[j] = (int32_t)((int64_t)(s % (uint64_t)(2 * lim + 1)) - lim);
-                }
-            }
+            check_accs(acc, a0, sp, lim, &s);
             for (int form = 0; form < 2; form++) { /* LEFT 0 and 1; a left shift needs LEFT */
                 if (left && !form) continue;
                 const __m256i a = _mm256_loadu_si256((const __m256i *)acc);

@@ -207,8 +207,25 @@ def test_vnni_and_avx2_builds_agree(case: tuple) -> None:
 
 # ---- mnh_fq8_apply against mn_requant_s8 ----
 
+# The accumulators a requantization check runs through, 8 at a time: a0 .. a0 + 7 (at most lim) while a0 <= sp, then
+# random ones in [-lim, lim] from the xorshift state *s.
+CHECK_ACCS = r"""
+static void check_accs(int32_t acc[8], int64_t a0, int32_t sp, int64_t lim, uint64_t *s) {
+    for (int j = 0; j < 8; j++) {
+        if (a0 <= sp) {
+            const int64_t a = a0 + j;
+            acc[j] = (int32_t)(a > lim ? lim : a);
+        } else {
+            *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+            acc[j] = (int32_t)((int64_t)(*s % (uint64_t)(2 * lim + 1)) - lim);
+        }
+    }
+}
+"""
+
 FQ_TEST = r"""
 #include "mn_host.h"
+""" + CHECK_ACCS + r"""
 /* For each parameter set: every acc in [-span, span] and `randoms` random ones within the bound mnh_fq accepts;
  * returns the number of differences, or -1 where mnh_fq refused a set it should accept. */
 long mnh_fq_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, int sets, int32_t span, int randoms) {
@@ -224,17 +241,9 @@ long mnh_fq_check(const int32_t *mult, const int32_t *shift, const int32_t *zp, 
         if (!mnh_fq_init(&q, m8, s8, b8, zp[i], 8, 8) || !q.ok) return -1;
         const mnh_fq8 r = mnh_fq8_load(&q, 0, -128, 127);
         const int32_t sp = span < lim ? span : (int32_t)lim;
-        for (int64_t a0 = -(int64_t)sp - (randoms ? 0 : 0); a0 <= sp + 8 * (int64_t)randoms; a0 += 8) {
+        for (int64_t a0 = -(int64_t)sp; a0 <= sp + 8 * (int64_t)randoms; a0 += 8) {
             int32_t acc[8], got[8];
-            for (int j = 0; j < 8; j++) {
-                if (a0 <= sp) {
-                    const int64_t a = a0 + j;
-                    acc[j] = (int32_t)(a > lim ? lim : a);
-                } else {
-                    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-                    acc[j] = (int32_t)((int64_t)(s % (uint64_t)(2 * lim + 1)) - lim);
-                }
-            }
+            check_accs(acc, a0, sp, lim, &s);
             const __m256i y = mnh_fq8_apply(_mm256_loadu_si256((const __m256i *)acc), &r, 1, 1);
             _mm256_storeu_si256((__m256i *)got, y);
             for (int j = 0; j < 8; j++)
