@@ -503,16 +503,10 @@ static int conv_direct(const mn_word *args) {
             const int nb = mn_min(band, (total - b0 + mr - 1) / mr);
             for (int j = 0; j < nb; j++) {
                 const int m = mn_min(mr, total - b0 - j * mr);
-                if (linear) { /* no padded column between rows: the windows one step apart */
-                    for (int i = 0; i < m; i++) px[j][i] = q + i * step;
-                    q += m * step;
-                } else {
-                    for (int i = 0; i < m;) { /* the windows one step apart to the row's end */
-                        const int run = mn_min(m - i, out_w - ox);
-                        for (int k = 0; k < run; k++) px[j][i + k] = q + k * step;
-                        i += run, ox += run, q += run * step;
-                        if (ox == out_w) ox = 0, row += down, q = row;
-                    }
+#pragma clang loop vectorize(disable) unroll(disable)
+                for (int i = 0; i < m; i++) { /* the windows one step apart, to the next row's at a row's end */
+                    px[j][i] = q, q += step;
+                    if (!linear && ++ox == out_w) ox = 0, row += down, q = row;
                 }
                 for (int i = m; i < MR8; i++) px[j][i] = px[j][m - 1]; /* computed, not stored */
             }
