@@ -458,6 +458,28 @@ static int conv_head(const mn_word *args, const direct_pack *p) {
 }
 #endif
 
+/* Where the windows of output pixels lie, in order: row's first window, the next pixel's own, its column. */
+typedef struct { const direct_t *row, *q; int ox; } direct_walk;
+
+/* px[j][0..mr) for the next nb blocks of mr pixels (`left` pixels remain; a last short block's spare entries repeat its
+ * last window: computed, not stored). Out of line, so that its walk stays in registers: inside conv_direct clang kept
+ * it on the stack, a store-to-load chain per pixel. */
+__attribute__((noinline)) static void direct_windows(const direct_t *px[][MR8], int nb, int mr, int left,
+                                                     direct_walk *at, size_t step, size_t down, int out_w, int linear) {
+    const direct_t *row = at->row, *q = at->q;
+    int ox = at->ox;
+    for (int j = 0; j < nb; j++) {
+        const int m = mn_min(mr, left - j * mr);
+#pragma clang loop vectorize(disable) unroll(disable)
+        for (int i = 0; i < m; i++) { /* the windows one step apart, to the next row's at a row's end */
+            px[j][i] = q, q += step;
+            if (!linear && ++ox == out_w) ox = 0, row += down, q = row;
+        }
+        for (int i = m; i < MR8; i++) px[j][i] = px[j][m - 1];
+    }
+    at->row = row, at->q = q, at->ox = ox;
+}
+
 static int conv_direct(const mn_word *args) {
     const int hp = mn_max(MN_I(IN_H) + MN_I(PAD_T), (MN_I(OUT_H) - 1) * MN_I(S_H) + (MN_I(F_H) - 1) * MN_I(D_H) + 1);
     const int wp = mn_max(MN_I(IN_W) + MN_I(PAD_L), (MN_I(OUT_W) - 1) * MN_I(S_W) + (MN_I(F_W) - 1) * MN_I(D_W) + 1);
@@ -497,19 +519,10 @@ static int conv_direct(const mn_word *args) {
         const direct_t *x = direct_image(p, in + (size_t)b * in_h * in_w * in_c, in_h, in_w, in_c, MN_I(PAD_T),
                                          MN_I(PAD_L), -MN_I(IN_OFF));
         int8_t *ob = out + (size_t)b * total * out_c;
-        const direct_t *row = x, *q = x; /* the next block's first pixel: its row's first window, its own */
-        int ox = 0;
+        direct_walk at = {x, x, 0}; /* the next block's first pixel */
         for (int b0 = 0; b0 < total; b0 += band * mr) {
             const int nb = mn_min(band, (total - b0 + mr - 1) / mr);
-            for (int j = 0; j < nb; j++) {
-                const int m = mn_min(mr, total - b0 - j * mr);
-#pragma clang loop vectorize(disable) unroll(disable)
-                for (int i = 0; i < m; i++) { /* the windows one step apart, to the next row's at a row's end */
-                    px[j][i] = q, q += step;
-                    if (!linear && ++ox == out_w) ox = 0, row += down, q = row;
-                }
-                for (int i = m; i < MR8; i++) px[j][i] = px[j][m - 1]; /* computed, not stored */
-            }
+            direct_windows(px, nb, mr, total - b0, &at, step, down, out_w, linear);
             int bl = 0;
             for (; wide && few <= MR16 && bl + 2 <= blocks; bl += 2) { /* (few: its accumulators fit) */
                 const int nn = mn_min(16, out_c - bl * 8);
