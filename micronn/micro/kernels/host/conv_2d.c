@@ -145,9 +145,19 @@ enum { DIRECT_STEP = 2 };
 #endif
 enum { DIRECT_VEC = 8 * DIRECT_STEP }; /* direct_w per step and 8-channel block: one vector */
 
+#if defined(__AVX512VL__)
+enum { MR16 = 12 }; /* 24 accumulators of the 32 vector registers */
+#else
+enum { MR16 = 6 };
+#endif
+enum { MR8 = 12, DIRECT_BAND = 32, DIRECT_ACC = 2 * MR16 > MR8 ? 2 * MR16 : MR8 };
+
 typedef struct {
     int segs, len, lp, hp, wp;   /* runs per window, their length and steps; the padded image's height, width */
     int *off;                    /* each run's offset (values) from the window's first tap */
+    int32_t *win;                /* each output pixel's window (its first tap's offset in the padded image), in order,
+                                    then MR8 copies of the last (a last short block's spare pixels: computed, not
+                                    stored) */
     direct_w *w;                 /* per 8-channel block: segs * lp steps x 8 channels (DIRECT_VEC values) */
     int32_t *bias;               /* the sums' start: bias_full (VNNI: less 128 * sum(w)), padded to whole blocks */
     mnh_rq rq;
@@ -175,12 +185,18 @@ static const direct_pack *direct_prepare(const mn_word *args) {
     p->lp = (p->len + DIRECT_STEP - 1) / DIRECT_STEP;
     const int segs = p->segs, len = p->len, lp = p->lp;
     p->off = (int *)mnh_alloc((size_t)segs * sizeof(int));
+    const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), total = out_h * out_w;
+    p->win = (int32_t *)mnh_alloc(((size_t)total + MR8) * sizeof(int32_t));
     p->w = (direct_w *)mnh_alloc((size_t)blocks * segs * lp * DIRECT_VEC * sizeof(direct_w));
     p->bias = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
     int32_t *shift = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
     int32_t *mult = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
     int64_t *bound = (int64_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int64_t));
-    if (!p->off || !p->w || !p->bias || !shift || !mult || !bound) return NULL;
+    if (!p->off || !p->win || !p->w || !p->bias || !shift || !mult || !bound) return NULL;
+    for (int q = 0; q < total + MR8; q++) {
+        const int oy = mn_min(q, total - 1) / out_w, ox = mn_min(q, total - 1) % out_w;
+        p->win[q] = (int32_t)(((size_t)oy * MN_I(S_H) * p->wp + (size_t)ox * MN_I(S_W)) * in_c);
+    }
     for (int s = 0; s < segs; s++) {
         const int fy = dw == 1 ? s : s / fw, fx = dw == 1 ? 0 : s % fw;
         p->off[s] = (fy * dh * p->wp + fx * dw) * in_c;
@@ -212,11 +228,12 @@ static const direct_pack *direct_prepare(const mn_word *args) {
     return p;
 }
 
-/* MR pixels (windows at x[0..MR)) x NV 8-channel blocks (weights w, blocks segs * lp * DIRECT_VEC values apart).
+/* MR pixels (windows at x + win[0..MR)) x NV 8-channel blocks (weights w, blocks segs * lp * DIRECT_VEC values apart).
  * Always inlined where called by name (the main 16-channel loop); the others are called through a pointer. */
 #define DIRECT_KERNEL(NAME, MR, NV)                                                                                \
-    __attribute__((always_inline)) static inline void NAME(const direct_t *const *x, const direct_pack *p,         \
-                                                           const direct_w *w, const int32_t *bias, __m256i *acc) { \
+    __attribute__((always_inline)) static inline void NAME(const direct_t *x, const int32_t *win,                 \
+                                                           const direct_pack *p, const direct_w *w,               \
+                                                           const int32_t *bias, __m256i *acc) {                   \
         __m256i a[MR][NV];                                                                                          \
         const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC;                                                  \
         for (int v = 0; v < NV; v++) {                                                                              \
@@ -225,7 +242,7 @@ static const direct_pack *direct_prepare(const mn_word *args) {
         }                                                                                                           \
         for (int s = 0; s < p->segs; s++) {                                                                         \
             const direct_t *r[MR];                                                                                  \
-            for (int i = 0; i < MR; i++) r[i] = x[i] + p->off[s];                                                   \
+            for (int i = 0; i < MR; i++) r[i] = x + win[i] + p->off[s];                                             \
             const direct_w *ws = w + (size_t)s * p->lp * DIRECT_VEC;                                                \
             for (int j = 0; j < p->lp; j++) {                                                                       \
                 __m256i wv[NV];                                                                                     \
@@ -242,12 +259,6 @@ static const direct_pack *direct_prepare(const mn_word *args) {
         for (int i = 0; i < MR; i++)                                                                                \
             for (int v = 0; v < NV; v++) acc[i * NV + v] = a[i][v];                                                 \
     }
-#if defined(__AVX512VL__)
-enum { MR16 = 12 }; /* 24 accumulators of the 32 vector registers */
-#else
-enum { MR16 = 6 };
-#endif
-enum { MR8 = 12, DIRECT_BAND = 32, DIRECT_ACC = 2 * MR16 > MR8 ? 2 * MR16 : MR8 };
 DIRECT_KERNEL(direct16, MR16, 2)
 DIRECT_KERNEL(direct16x8, 8, 2)
 DIRECT_KERNEL(direct16x9, 9, 2)
@@ -260,8 +271,8 @@ DIRECT_KERNEL(direct8x4, 4, 1)
 DIRECT_KERNEL(direct8x2, 2, 1)
 DIRECT_KERNEL(direct8x1, 1, 1)
 
-typedef void (*direct_kernel)(const direct_t *const *, const direct_pack *, const direct_w *, const int32_t *,
-                              __m256i *);
+typedef void (*direct_kernel)(const direct_t *, const int32_t *, const direct_pack *, const direct_w *,
+                              const int32_t *, __m256i *);
 
 /* m pixels' 16 channels (acc[2 i], acc[2 i + 1]) requantized by mnh_fq and stored, n <= 16 of them per pixel. */
 __attribute__((always_inline)) static inline void direct_store16(int8_t *out, size_t stride, int m, int n,
@@ -458,28 +469,6 @@ static int conv_head(const mn_word *args, const direct_pack *p) {
 }
 #endif
 
-/* Where the windows of output pixels lie, in order: row's first window, the next pixel's own, its column. */
-typedef struct { const direct_t *row, *q; int ox; } direct_walk;
-
-/* px[j][0..mr) for the next nb blocks of mr pixels (`left` pixels remain; a last short block's spare entries repeat its
- * last window: computed, not stored). Out of line, so that its walk stays in registers: inside conv_direct clang kept
- * it on the stack, a store-to-load chain per pixel. */
-__attribute__((noinline)) static void direct_windows(const direct_t *px[][MR8], int nb, int mr, int left,
-                                                     direct_walk *at, size_t step, size_t down, int out_w, int linear) {
-    const direct_t *row = at->row, *q = at->q;
-    int ox = at->ox;
-    for (int j = 0; j < nb; j++) {
-        const int m = mn_min(mr, left - j * mr);
-#pragma clang loop vectorize(disable) unroll(disable)
-        for (int i = 0; i < m; i++) { /* the windows one step apart, to the next row's at a row's end */
-            px[j][i] = q, q += step;
-            if (!linear && ++ox == out_w) ox = 0, row += down, q = row;
-        }
-        for (int i = m; i < MR8; i++) px[j][i] = px[j][m - 1];
-    }
-    at->row = row, at->q = q, at->ox = ox;
-}
-
 static int conv_direct(const mn_word *args) {
     const int hp = mn_max(MN_I(IN_H) + MN_I(PAD_T), (MN_I(OUT_H) - 1) * MN_I(S_H) + (MN_I(F_H) - 1) * MN_I(D_H) + 1);
     const int wp = mn_max(MN_I(IN_W) + MN_I(PAD_L), (MN_I(OUT_W) - 1) * MN_I(S_W) + (MN_I(F_W) - 1) * MN_I(D_W) + 1);
@@ -493,7 +482,7 @@ static int conv_direct(const mn_word *args) {
     int8_t *out = MN_P(int8_t, OUT);
     const int8_t *in = MN_P(const int8_t, IN);
     const int n = MN_I(N), in_h = MN_I(IN_H), in_w = MN_I(IN_W), in_c = MN_I(IN_C);
-    const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), out_c = MN_I(OUT_C), sh = MN_I(S_H), sw = MN_I(S_W);
+    const int out_h = MN_I(OUT_H), out_w = MN_I(OUT_W), out_c = MN_I(OUT_C);
     const int32_t out_zp = MN_I(OUT_ZP), lo = MN_I(ACT_MIN), hi = MN_I(ACT_MAX);
     const int blocks = mnh_blocks8(out_c), total = out_h * out_w, wide = blocks >= 2;
     /* an image of at most 9 pixels: one block of pixels over 16- then 8-channel blocks (the weights read once) */
@@ -507,22 +496,17 @@ static int conv_direct(const mn_word *args) {
     const int mr = few ? few : by8 ? 8 : wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
     const int folded = fast && lo >= -128 && lo <= hi && hi <= 127; /* mnh_fr, the clamp on bytes */
     const __m256i lo8 = _mm256_set1_epi8((char)lo), hi8 = _mm256_set1_epi8((char)hi);
-    const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC, step = (size_t)sw * in_c;
-    const size_t down = (size_t)sh * p->wp * in_c; /* from a window to the next one on its right, below */
-    const int linear = down == (size_t)out_w * step; /* a row's windows continue on the next row's */
+    const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC;
     /* pixel blocks in bands whose windows stay in cache while each channel block's weights pass over them */
     const int bytes = p->segs * p->lp * DIRECT_STEP * (int)sizeof(direct_t); /* of a window */
     const int band = mn_max(1, mn_min(DIRECT_BAND, 16384 / (mr * bytes)));
     __m256i acc[DIRECT_ACC];
-    const direct_t *px[DIRECT_BAND][MR8];
     for (int b = 0; b < n; b++) {
         const direct_t *x = direct_image(p, in + (size_t)b * in_h * in_w * in_c, in_h, in_w, in_c, MN_I(PAD_T),
                                          MN_I(PAD_L), -MN_I(IN_OFF));
         int8_t *ob = out + (size_t)b * total * out_c;
-        direct_walk at = {x, x, 0}; /* the next block's first pixel */
         for (int b0 = 0; b0 < total; b0 += band * mr) {
             const int nb = mn_min(band, (total - b0 + mr - 1) / mr);
-            direct_windows(px, nb, mr, total - b0, &at, step, down, out_w, linear);
             int bl = 0;
             for (; wide && few <= MR16 && bl + 2 <= blocks; bl += 2) { /* (few: its accumulators fit) */
                 const int nn = mn_min(16, out_c - bl * 8);
@@ -534,13 +518,13 @@ static int conv_direct(const mn_word *args) {
                     int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
                     if (!k16 && folded && m == MR16 && nn == 16) { /* a whole block: its sums kept in registers */
                         __m256i a[2 * MR16];
-                        direct16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, a);
+                        direct16(x, p->win + p0, p, p->w + bl * wstep, p->bias + bl * 8, a);
                         if (left) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 1);
                         else direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0);
                         continue;
                     }
-                    if (k16) k16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
-                    else direct16(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
+                    if (k16) k16(x, p->win + p0, p, p->w + bl * wstep, p->bias + bl * 8, acc);
+                    else direct16(x, p->win + p0, p, p->w + bl * wstep, p->bias + bl * 8, acc);
                     if (!fast) {
                         mnh_store8xm(o, (size_t)out_c, m, mn_min(8, nn), acc, 2, &p->rq, bl * 8, out_zp, lo, hi);
                         mnh_store8xm(o + 8, (size_t)out_c, m, nn - 8, acc + 1, 2, &p->rq, bl * 8 + 8, out_zp, lo, hi);
@@ -565,12 +549,12 @@ static int conv_direct(const mn_word *args) {
                     int8_t *o = ob + (size_t)p0 * out_c + bl * 8;
                     if (!few && folded && m == MR8 && nn == 8) { /* a whole block: as above */
                         __m256i a[MR8];
-                        direct8(px[j], p, p->w + bl * wstep, p->bias + bl * 8, a);
+                        direct8(x, p->win + p0, p, p->w + bl * wstep, p->bias + bl * 8, a);
                         if (left) direct_put8(o, (size_t)out_c, MR8, 8, a, &f, lo8, hi8, 1);
                         else direct_put8(o, (size_t)out_c, MR8, 8, a, &f, lo8, hi8, 0);
                         continue;
                     }
-                    k8(px[j], p, p->w + bl * wstep, p->bias + bl * 8, acc);
+                    k8(x, p->win + p0, p, p->w + bl * wstep, p->bias + bl * 8, acc);
                     if (!fast) mnh_store8xm(o, (size_t)out_c, m, nn, acc, 1, &p->rq, bl * 8, out_zp, lo, hi);
                     else if (folded && !left) direct_put8(o, (size_t)out_c, m, nn, acc, &f, lo8, hi8, 0);
                     else if (folded) direct_put8(o, (size_t)out_c, m, nn, acc, &f, lo8, hi8, 1);
