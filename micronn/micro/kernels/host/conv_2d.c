@@ -310,22 +310,24 @@ __attribute__((always_inline)) static inline void direct_store8(int8_t *out, siz
 
 /* Two pixels' 16 channels (y0, y1 of each, int32 in channel order) as 32 bytes, pixel a's then b's, clamped to
  * [lo, hi] (the bytes of lo8, hi8): saturated to int16 then int8 (in lane order), the dwords put back in order. */
-static inline __m256i direct_bytes2x16(__m256i a0, __m256i a1, __m256i b0, __m256i b1, __m256i lo8, __m256i hi8) {
+static inline __m256i direct_bytes2x16(__m256i a0, __m256i a1, __m256i b0, __m256i b1, __m256i lo8, __m256i hi8,
+                                       int clamp) {
     const __m256i u = _mm256_packs_epi16(_mm256_packs_epi32(a0, a1), _mm256_packs_epi32(b0, b1));
     const __m256i v = _mm256_permutevar8x32_epi32(u, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    return _mm256_min_epi8(_mm256_max_epi8(v, lo8), hi8);
+    return clamp ? _mm256_min_epi8(_mm256_max_epi8(v, lo8), hi8) : v;
 }
 
 /* m pixels' 16 channels (acc[2 i], acc[2 i + 1]) requantized by mnh_fr and stored, n <= 16 of them per pixel, two
  * pixels at a time (an odd last one paired with itself). */
 __attribute__((always_inline)) static inline void direct_put16(int8_t *out, size_t stride, int m, int n,
                                                                const __m256i *acc, const mnh_fr8 *r0,
-                                                               const mnh_fr8 *r1, __m256i lo8, __m256i hi8, int left) {
+                                                               const mnh_fr8 *r1, __m256i lo8, __m256i hi8, int left,
+                                                               int clamp) {
     for (int i = 0; i < m; i += 2) {
         const int j = i + 1 < m ? i + 1 : i;
         const __m256i a0 = mnh_fr8_apply(acc[2 * i], r0, left), a1 = mnh_fr8_apply(acc[2 * i + 1], r1, left);
         const __m256i b0 = mnh_fr8_apply(acc[2 * j], r0, left), b1 = mnh_fr8_apply(acc[2 * j + 1], r1, left);
-        const __m256i b = direct_bytes2x16(a0, a1, b0, b1, lo8, hi8);
+        const __m256i b = direct_bytes2x16(a0, a1, b0, b1, lo8, hi8, clamp);
         if (n == 16) {
             _mm_storeu_si128((__m128i *)(out + i * stride), _mm256_castsi256_si128(b));
             if (j > i) _mm_storeu_si128((__m128i *)(out + j * stride), _mm256_extracti128_si256(b, 1));
@@ -347,7 +349,7 @@ __attribute__((always_inline)) static inline void direct_put8(int8_t *out, size_
         const int i1 = mn_min(i + 1, m - 1), i2 = mn_min(i + 2, m - 1), i3 = mn_min(i + 3, m - 1);
         const __m256i b = direct_bytes2x16(mnh_fr8_apply(acc[i], r, left), mnh_fr8_apply(acc[i1], r, left),
                                            mnh_fr8_apply(acc[i2], r, left), mnh_fr8_apply(acc[i3], r, left),
-                                           lo8, hi8);
+                                           lo8, hi8, 1);
         int8_t tmp[32];
         _mm256_storeu_si256((__m256i *)tmp, b);
         for (int k = 0; k < 4 && i + k < m; k++) {
@@ -496,6 +498,7 @@ static int conv_direct(const mn_word *args) {
     const int mr = few ? few : by8 ? 8 : wide ? MR16 : MR8, fast = p->fq.ok, left = p->fq.any_left, e0 = p->fq.any_e0;
     const int folded = fast && lo >= -128 && lo <= hi && hi <= 127; /* mnh_fr, the clamp on bytes */
     const __m256i lo8 = _mm256_set1_epi8((char)lo), hi8 = _mm256_set1_epi8((char)hi);
+    const int clamp = lo > -128 || hi < 127; /* else the saturating packs are the clamp */
     const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC;
     /* pixel blocks in bands whose windows stay in cache while each channel block's weights pass over them */
     const int bytes = p->segs * p->lp * DIRECT_STEP * (int)sizeof(direct_t); /* of a window */
@@ -519,8 +522,9 @@ static int conv_direct(const mn_word *args) {
                     if (!k16 && folded && m == MR16 && nn == 16) { /* a whole block: its sums kept in registers */
                         __m256i a[2 * MR16];
                         direct16(x, p->win + p0, p, p->w + bl * wstep, p->bias + bl * 8, a);
-                        if (left) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 1);
-                        else direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0);
+                        if (left) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 1, 1);
+                        else if (clamp) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0, 1);
+                        else direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0, 0);
                         continue;
                     }
                     if (k16) k16(x, p->win + p0, p, p->w + bl * wstep, p->bias + bl * 8, acc);
@@ -529,9 +533,9 @@ static int conv_direct(const mn_word *args) {
                         mnh_store8xm(o, (size_t)out_c, m, mn_min(8, nn), acc, 2, &p->rq, bl * 8, out_zp, lo, hi);
                         mnh_store8xm(o + 8, (size_t)out_c, m, nn - 8, acc + 1, 2, &p->rq, bl * 8 + 8, out_zp, lo, hi);
                     } else if (folded && !left) {
-                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8, 0);
+                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8, 0, 1);
                     } else if (folded) {
-                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8, 1);
+                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8, 1, 1);
                     } else if (!left && !e0) {
                         direct_store16(o, (size_t)out_c, m, nn, acc, &r0, &r1, 0, 0);
                     } else {
