@@ -6,7 +6,7 @@ mnh_fr8_apply against mn_requant_s8 over every accumulator of a range around 0 a
 multipliers 0, 1 and across [2^30, 2^31), shifts -20..10, zero points at the rails; and conv_2d.c, built as
 NativeModel builds it, with -DMNH_NO_VNNI and for -march=haswell (no AVX-512), against the portable kernel on layers
 whose pixel counts are not whole groups or blocks, with channel tails, activation bounds inside the int8 range, left
-shifts and shifts of 0."""
+shifts and shifts of 0, and ReLU outputs (the clamp at the output zero point, where negative sums are taken as 0)."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def _params(rng: np.random.Generator, oc: int, kind: int) -> tuple[np.ndarray, n
     if kind == 3:  # scales near 1: outputs follow the sums unit by unit (with small data, unsaturated)
         return rng.integers(1 << 30, (1 << 31) - 1, oc).astype(np.int32), rng.choice([0, -1, -2], oc).astype(np.int8)
     mult = rng.choice([0, 1, 3, 77777, (1 << 30) - 1], oc).astype(np.int32)  # small multipliers
-    return mult, rng.choice([-2, -1, 0, 2], oc).astype(np.int8)
+    return mult, rng.choice([-2, -1, 0] if kind == 4 else [-2, -1, 0, 2], oc).astype(np.int8)  # 4: no left shifts
 
 
 @pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
@@ -140,6 +140,22 @@ def test_blocks_match_the_portable_kernel(case: tuple) -> None:
     """conv_2d.c (VNNI, -DMNH_NO_VNNI and -march=haswell builds) against its portable kernel: random data, then the
     rails, with three kinds of requantization parameters; then small data under scales near 1, where an output
     follows its sum unit by unit."""
+    _check_blocks(case)
+
+
+# ReLU outputs (the clamp's low end at the output zero point): whole 12 x 16 blocks take negative sums as 0; with the
+# zero point at -128 (no clamp left on the bytes) and above it
+RELU_CASES = [(1, 9, 9, 16, 16, 3, 3, 1, 1, -128, 127), (1, 6, 8, 8, 32, 1, 1, 1, 0, -128, 127),
+              (1, 7, 7, 16, 16, 3, 3, 1, 1, -3, 127)]
+
+
+@pytest.mark.parametrize("case", RELU_CASES, ids=[str(c) for c in RELU_CASES])
+def test_relu_blocks_match_the_portable_kernel(case: tuple) -> None:
+    """As above with the output zero point at the clamp's low end, as TFLM sets a ReLU's."""
+    _check_blocks(case, relu=True)
+
+
+def _check_blocks(case: tuple, relu: bool = False) -> None:
     n, h, w, c, oc, fh, fw, stride, pad, lo, hi = case
     oh, ow = (h + 2 * pad - fh) // stride + 1, (w + 2 * pad - fw) // stride + 1
     vnni, avx2, hsw = _kernel_library("conv_2d"), _kernel_library("conv_2d", ("MNH_NO_VNNI",)), _haswell_library()
@@ -147,14 +163,15 @@ def test_blocks_match_the_portable_kernel(case: tuple) -> None:
     datas = [(*r, kind) for r, kind in zip(rails(rng, (n, h, w, c), (oc, fh, fw, c)), (0, 1, 2, 0))] + [
              (rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), -7, 1),
              (rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 0, 2),
-             (rng.integers(-4, 5, (n, h, w, c)), rng.integers(-4, 5, (oc, fh, fw, c)), 3, 3)]
+             (rng.integers(-4, 5, (n, h, w, c)), rng.integers(-4, 5, (oc, fh, fw, c)), 3, 3)] + [
+             (rng.integers(-128, 128, (n, h, w, c)), rng.integers(-128, 128, (oc, fh, fw, c)), 2, 4)] * relu
     for x, weights, in_off, kind in datas:
         x, weights = x.astype(np.int8), weights.astype(np.int8)
         bias = rng.integers(-60, 60, oc) if kind == 3 else rng.integers(-30000, 30000, oc)
         bias = bias.astype(np.int32)
         bias_full = (bias + in_off * weights.reshape(oc, -1).sum(1, dtype=np.int64)).astype(np.int32)
         mult, shift = _params(rng, oc, kind)
-        out_zp = int(rng.choice([-128, -3, 127]))
+        out_zp = lo if relu else int(rng.choice([-128, -3, 127]))
         results = []
         for lib, fn in ((vnni, "mn_conv_2d_s8_portable"), (vnni, "mn_conv_2d_s8"), (avx2, "mn_conv_2d_s8"),
                         (hsw, "mn_conv_2d_s8")):

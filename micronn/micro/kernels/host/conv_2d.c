@@ -322,11 +322,13 @@ static inline __m256i direct_bytes2x16(__m256i a0, __m256i a1, __m256i b0, __m25
 __attribute__((always_inline)) static inline void direct_put16(int8_t *out, size_t stride, int m, int n,
                                                                const __m256i *acc, const mnh_fr8 *r0,
                                                                const mnh_fr8 *r1, __m256i lo8, __m256i hi8, int left,
-                                                               int clamp) {
+                                                               int clamp, int above) {
     for (int i = 0; i < m; i += 2) {
         const int j = i + 1 < m ? i + 1 : i;
-        const __m256i a0 = mnh_fr8_apply(acc[2 * i], r0, left), a1 = mnh_fr8_apply(acc[2 * i + 1], r1, left);
-        const __m256i b0 = mnh_fr8_apply(acc[2 * j], r0, left), b1 = mnh_fr8_apply(acc[2 * j + 1], r1, left);
+        const __m256i a0 = mnh_fr8_apply_as(acc[2 * i], r0, left, above);
+        const __m256i a1 = mnh_fr8_apply_as(acc[2 * i + 1], r1, left, above);
+        const __m256i b0 = mnh_fr8_apply_as(acc[2 * j], r0, left, above);
+        const __m256i b1 = mnh_fr8_apply_as(acc[2 * j + 1], r1, left, above);
         const __m256i b = direct_bytes2x16(a0, a1, b0, b1, lo8, hi8, clamp);
         if (n == 16) {
             _mm_storeu_si128((__m128i *)(out + i * stride), _mm256_castsi256_si128(b));
@@ -499,6 +501,7 @@ static int conv_direct(const mn_word *args) {
     const int folded = fast && lo >= -128 && lo <= hi && hi <= 127; /* mnh_fr, the clamp on bytes */
     const __m256i lo8 = _mm256_set1_epi8((char)lo), hi8 = _mm256_set1_epi8((char)hi);
     const int clamp = lo > -128 || hi < 127; /* else the saturating packs are the clamp */
+    const int above = lo >= out_zp;          /* a negative sum's output clamps as a zero sum's (mnh_fr8_apply_as) */
     const size_t wstep = (size_t)p->segs * p->lp * DIRECT_VEC;
     /* pixel blocks in bands whose windows stay in cache while each channel block's weights pass over them */
     const int bytes = p->segs * p->lp * DIRECT_STEP * (int)sizeof(direct_t); /* of a window */
@@ -522,9 +525,10 @@ static int conv_direct(const mn_word *args) {
                     if (!k16 && folded && m == MR16 && nn == 16) { /* a whole block: its sums kept in registers */
                         __m256i a[2 * MR16];
                         direct16(x, p->win + p0, p, p->w + bl * wstep, p->bias + bl * 8, a);
-                        if (left) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 1, 1);
-                        else if (clamp) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0, 1);
-                        else direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0, 0);
+                        if (left) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 1, 1, 0);
+                        else if (clamp) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0, 1, 0);
+                        else if (above) direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0, 0, 1);
+                        else direct_put16(o, (size_t)out_c, MR16, 16, a, &f0, &f1, lo8, hi8, 0, 0, 0);
                         continue;
                     }
                     if (k16) k16(x, p->win + p0, p, p->w + bl * wstep, p->bias + bl * 8, acc);
@@ -533,9 +537,9 @@ static int conv_direct(const mn_word *args) {
                         mnh_store8xm(o, (size_t)out_c, m, mn_min(8, nn), acc, 2, &p->rq, bl * 8, out_zp, lo, hi);
                         mnh_store8xm(o + 8, (size_t)out_c, m, nn - 8, acc + 1, 2, &p->rq, bl * 8 + 8, out_zp, lo, hi);
                     } else if (folded && !left) {
-                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8, 0, 1);
+                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8, 0, 1, 0);
                     } else if (folded) {
-                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8, 1, 1);
+                        direct_put16(o, (size_t)out_c, m, nn, acc, &f0, &f1, lo8, hi8, 1, 1, 0);
                     } else if (!left && !e0) {
                         direct_store16(o, (size_t)out_c, m, nn, acc, &r0, &r1, 0, 0);
                     } else {

@@ -373,20 +373,28 @@ static inline mnh_fr8 mnh_fr8_channel(const mnh_fr *r, int c) {
     return v;
 }
 
-/* Eight sums requantized with zp, not clamped (see mnh_fr). LEFT: some channel of the call has a left shift (a
- * compile-time constant at the call). */
-__attribute__((always_inline)) static inline __m256i mnh_fr8_apply(__m256i acc, const mnh_fr8 *r, int left) {
-    const __m256i x = left ? _mm256_sllv_epi32(acc, r->left) : acc;
+/* Eight sums requantized with zp, not clamped (see mnh_fr). LEFT: some channel of the call has a left shift;
+ * ABOVE: the call's outputs are clamped at or above its zero point (as after a ReLU), where a negative sum's output,
+ * zp or less, clamps to the same byte as a zero sum's, zp: the sums are taken as max(acc, 0), which needs no
+ * correction (compile-time constants at the call). */
+__attribute__((always_inline)) static inline __m256i mnh_fr8_apply_as(__m256i acc, const mnh_fr8 *r, int left,
+                                                                      int above) {
+    const __m256i a = above ? _mm256_max_epi32(acc, _mm256_setzero_si256()) : acc;
+    const __m256i x = left ? _mm256_sllv_epi32(a, r->left) : a;
     const __m256i even = _mm256_add_epi64(_mm256_mul_epu32(x, r->mult), r->k_even);
     const __m256i odd = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x, 32), r->mult_odd), r->k_odd);
 #if defined(__AVX512VL__) && defined(__AVX512DQ__)
     const __m256i h = _mm256_mask_shuffle_epi32(odd, 0x55, even, _MM_PERM_DDBB); /* the high words */
-    const __m256i y = _mm256_mask_sub_epi32(h, _mm256_movepi32_mask(x), h, r->corr);
+    const __m256i y = above ? h : _mm256_mask_sub_epi32(h, _mm256_movepi32_mask(x), h, r->corr);
 #else
     const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
-    const __m256i y = _mm256_sub_epi32(h, _mm256_and_si256(_mm256_srai_epi32(x, 31), r->corr));
+    const __m256i y = above ? h : _mm256_sub_epi32(h, _mm256_and_si256(_mm256_srai_epi32(x, 31), r->corr));
 #endif
     return _mm256_srav_epi32(y, r->right);
+}
+
+__attribute__((always_inline)) static inline __m256i mnh_fr8_apply(__m256i acc, const mnh_fr8 *r, int left) {
+    return mnh_fr8_apply_as(acc, r, left, 0);
 }
 
 /* ---- int32 elementwise rows (mn_elementwise.h's walk) ------------------------------------------------------ */
