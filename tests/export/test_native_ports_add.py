@@ -1,7 +1,8 @@
 """The ADD/SUB int8 host port (kernels/host/add.c: the operands' rescaled values from per-call-site tables of all
-256 bytes, 64 elements at a time with AVX-512 VBMI, then 8 at a time, then the portable code) against the
-interpreter and the TFLM wheel, over every pair of int8 values, across quantizations, activations, broadcasts and
-row lengths off the blocks of 64 and 8."""
+256 bytes, 64 elements at a time with AVX-512 VBMI; where the output's right shift is 16 to 28, the output
+rescaling split over the tables too, 128 at a time, blocks with a lane whose carry is unsure recomputed; then 8 at a
+time, then the portable code) against the interpreter and the TFLM wheel, over every pair of int8 values, across
+quantizations, activations, broadcasts and row lengths off the blocks of 128, 64 and 8."""
 
 from __future__ import annotations
 
