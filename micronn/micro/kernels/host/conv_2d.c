@@ -118,8 +118,9 @@ static inline void gemm8(const int16_t *rows, int kp, const int16_t *w0, const i
 
 /* ---- the direct path (ungrouped): windows read in place from a zero-point-padded copy of the image -------------
  * Per image, the input is copied once inside a border of the input zero point (the scratch buffer below, shared by
- * every call site), so a window is `segs` runs of `len` values at fixed offsets from its first tap: one run per
- * filter row (fw * in_c values) when the taps of a row are adjacent, else one per tap. Each run is summed in steps
+ * every call site), so a window is `segs` runs of `len` values at fixed offsets from its first tap (whose offset in
+ * the copy, per output pixel, is a table made with the packed weights): one run per filter row (fw * in_c values)
+ * when the taps of a row are adjacent, else one per tap. Each run is summed in steps
  * of DIRECT_STEP taps; a run whose length is not a multiple of the step reads up to DIRECT_STEP - 1 values past its
  * end, which their packed weights (0) cancel. The sums are register blocks of MR pixels x 8 or 16 channels, each
  * pixel's step broadcast straight from the image against a vector of 8 channels x DIRECT_STEP weights: 12 pixels
