@@ -455,22 +455,80 @@ def _subgraph_tasks(interp: Any, subgraph: int) -> list[Task]:
 
 def _while(o: _Op) -> list[Task]:
     """WHILE as one kernel (kernels/while.c) that runs the cond and body subgraphs' tasks as lists and copies
-    the loop state between the operator's tensors and theirs, in the interpreter's order."""
+    the loop state between the operator's tensors and theirs, in the interpreter's order (less the copies
+    _while_elisions finds needless)."""
     k, it = o.k, o.interp
     cond, body = k.cond.index, k.body.index
     sg = it.model.subgraphs
     fields = []
-    for i in range(len(o.op.inputs)):
+    for i, elide in enumerate(_while_elisions(o, cond, body)):
         refs = [o.inp(i), o.out(i), TensorRef(cond, sg[cond].inputs[i]), TensorRef(body, sg[body].inputs[i]),
                 TensorRef(body, sg[body].outputs[i])]
         sizes = {int(it._all_views[r.subgraph][r.tensor].nbytes) for r in refs}
         if len(sizes) != 1:
             raise LowerError(f"operator {o.index} (WHILE): loop state {i} has different byte counts "
                              f"{sorted(sizes)} in the operator and its subgraphs; the copies would fail")
-        fields += [*refs, sizes.pop()]
+        fields += [*refs, sizes.pop(), *elide]
     flag = TensorRef(cond, sg[cond].outputs[0])
     return [o.task("mn_while", flag, TaskList(_subgraph_tasks(it, cond)), TaskList(_subgraph_tasks(it, body)),
                    len(o.op.inputs), *fields)]
+
+
+def _while_elisions(o: _Op, cond: int, body: int) -> list[tuple[int, int, int]]:
+    """Per loop state, the copies kernels/while.c may leave out, as (flags, lo, hi): each skipped copy would
+    write bytes no kernel reads before they are written again, or the bytes already there, in this arena plan.
+
+    - flag 1: the condition never reads its input (no cond operator takes it, it is no cond output), and its
+      bytes meet no operator output or other cond input of the loop state (which the copies would overwrite):
+      no copy into it at all.
+    - flag 2: the body passes the state through (its output is its input tensor, which no body operator writes)
+      and the operator's output bytes meet no tensor the loop writes, so they keep the value copied in once. After
+      the first iteration the copy into the body restores only bytes [lo, hi) of its input, where anything the
+      loop writes between two body runs (cond tensors, the other states' copies) meets it; the copy back, the same
+      bytes, goes."""
+    it, sg = o.interp, o.interp.model.subgraphs
+    n, parent = len(o.op.inputs), o.subgraph
+    places = {s: _placements(it, s) for s in range(len(sg))}
+    ins = [places[parent].get(t) for t in o.op.inputs]
+    outs = [places[parent].get(t) for t in o.op.outputs]
+    c_in = [places[cond].get(t) for t in sg[cond].inputs]
+    b_in = [places[body].get(t) for t in sg[body].inputs]
+    b_out = [places[body].get(t) for t in sg[body].outputs]
+
+    def meets(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+        return a is not None and b is not None and a[0] < b[0] + b[1] and b[0] < a[0] + a[1]
+
+    cond_reads = {t for op in sg[cond].operators for t in op.inputs} | set(sg[cond].outputs)
+    flags = [0] * n
+    for i in range(n):
+        if (c_in[i] is not None and sg[cond].inputs[i] not in cond_reads
+                and not any(meets(c_in[i], s) for s in [*ins, *outs, *(c for j, c in enumerate(c_in) if j != i)])):
+            flags[i] |= 1
+    # the tensors of subgraphs other than the parent (the cond, the body and what they call) but the loop's own
+    # cond and body inputs, which only the copies write (listed below)
+    own = {(cond, t) for t in sg[cond].inputs} | {(body, t) for t in sg[body].inputs}
+    inner = [(s, t, span) for s in range(len(sg)) if s != parent for t, span in places[s].items()
+             if (s, t) not in own]
+    result = []
+    for i in range(n):
+        t = sg[body].inputs[i]
+        passed = (sg[body].outputs[i] == t and b_in[i] is not None and outs[i] is not None
+                  and not any(t in op.outputs for op in sg[body].operators))
+        # written while the loop runs, besides the body's input i: inner tensors, copies into other states' places
+        written = [span for s, u, span in inner if (s, u) != (body, t)]
+        written += [b for j, b in enumerate(b_in) if j != i]
+        written += [x for j in range(n) if j != i for x in (outs[j], b_out[j])]
+        written += [c for j, c in enumerate(c_in) if not flags[j] & 1]
+        if not passed or any(meets(outs[i], w) for w in written) or (
+                meets(outs[i], b_in[i]) and outs[i] != b_in[i]):
+            result.append((flags[i], 0, 0))
+            continue
+        start, size = b_in[i]
+        hit = [(max(w[0], start) - start, min(w[0] + w[1], start + size) - start) for w in written
+               if meets(w, b_in[i])]
+        lo, hi = (min(a for a, _ in hit), max(b for _, b in hit)) if hit else (0, 0)
+        result.append((flags[i] | 2, lo, hi))
+    return result
 
 
 def _gather(o: _Op) -> list[Task]:
