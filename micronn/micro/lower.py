@@ -479,8 +479,8 @@ def _while_elisions(o: _Op, cond: int, body: int) -> list[tuple[int, int, int]]:
     write bytes no kernel reads before they are written again, or the bytes already there, in this arena plan.
 
     - flag 1: the condition never reads its input (no cond operator takes it, it is no cond output), and its
-      bytes meet no operator output or other cond input of the loop state (which the copies would overwrite):
-      no copy into it at all.
+      bytes meet none of the operator's inputs and outputs or the other cond inputs (which the copies into it
+      would overwrite): no copy into it at all.
     - flag 2: the body passes the state through (its output is its input tensor, which no body operator writes)
       and the operator's output bytes meet no tensor the loop writes, so they keep the value copied in once. After
       the first iteration the copy into the body restores only bytes [lo, hi) of its input, where anything the
