@@ -229,6 +229,8 @@ FULLY_CONNECTED_F32 = [
     {},
     {"batches": 2, "units": 70, "depth": 50, "act": 1},
     {"units": 32, "depth": 3, "bias": False, "act": 3},
+    {"units": 83, "depth": 29, "act": 1},  # one row: 8 blocks side by side, then 3 (the last one short)
+    {"units": 64, "depth": 5, "bias": False},
 ]
 
 

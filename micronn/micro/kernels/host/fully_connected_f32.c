@@ -5,7 +5,8 @@
  * product rounded before its addition (no FMA), then bias + total and the clamp, as the portable kernel does.
  * The weights are repacked once per call site as [unit block][depth][8 units] (mn_host.h's cache). Several batch
  * rows (a lanes twin's) run in tiles of rows x unit blocks, the weights loaded once per depth step for the tile's
- * rows; one unit on 8 or more rows puts 8 rows in the lanes of one sum (ffc_one_unit).
+ * rows; a single row takes 8 blocks side by side (its sums are chains of dependent adds); one unit on 8 or more
+ * rows puts 8 rows in the lanes of one sum (ffc_one_unit).
  */
 #define mn_fully_connected_f32 mn_fully_connected_f32_portable
 #include "fully_connected_f32.portable.inc"
@@ -116,6 +117,13 @@ FFC_ROWS_B(3)
 FFC_ROWS_B(4)
 #undef FFC_ROWS_B
 
+/* one row x 8 blocks: a single row's sums are chains of dependent adds, 8 of them side by side keep the adders
+ * busy where 4 would wait on each add's latency */
+__attribute__((noinline)) static void ffc_row8(const ffc_pack *p, const float *x, float *o, int depth, int units,
+                                               int bl, int has_bias, __m256 lo, __m256 hi) {
+    ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 1, 8);
+}
+
 /* the rows of a tile of B blocks: 8 x 1, 6 x 2, 3 x 3, 2 x 4 (8 to 12 sums in flight, with the weights and a
  * broadcast input within the 16 vector registers) */
 static inline int ffc_tile_rows(int b) { return b == 1 ? 8 : b == 2 ? 6 : b == 3 ? 3 : 2; }
@@ -190,6 +198,11 @@ void mn_fully_connected_f32(const mn_word *args) {
     }
     /* row tiles x block tiles: the blocks in groups of 4 (the last group 1 to 4), each group over rows in tiles */
     for (int bl = 0; bl < blocks;) {
+        if (batches == 1 && blocks - bl >= 8) {
+            ffc_row8(p, in, out, depth, units, bl, has_bias, lo, hi);
+            bl += 8;
+            continue;
+        }
         const int b = blocks - bl >= 4 ? 4 : blocks - bl, tr = ffc_tile_rows(b);
         for (int r0 = 0; r0 < batches; r0 += tr) {
             const int rows = batches - r0 < tr ? batches - r0 : tr;
