@@ -5,7 +5,10 @@
  * site back to int8 rows and repacked as pairs, 8 units per vector (mn_host.h's order, kept int8 and widened to
  * int16 as loaded); per batch row the input is widened once and each pair of inputs, broadcast, feeds 32 units'
  * sums with four madds. The sums start from
- * `bias_full` (the input zero point folded in), as the portable kernel's do.
+ * `bias_full` (the input zero point folded in), as the portable kernel's do. With AVX-512 VNNI every row goes as
+ * uint8 u = x + 128 against int8 weights in groups of 4 (vpdpbusd: 4 products a lane, 32 units' sums per four
+ * instructions), the sums starting from bias_full - 128 * sum(w) of their unit (wrapping: the int32 sums are the
+ * portable kernel's bit for bit, as in conv_2d.c's direct path).
  */
 #define mn_fully_connected_s8 mn_fully_connected_s8_portable
 #include "fully_connected.portable.inc"
@@ -13,6 +16,9 @@
 #include "mn_host.h"
 
 #if defined(MNH_AVX2)
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__) && !defined(MNH_NO_VNNI)
+#define FC_VNNI 1
+#endif
 typedef struct {
     int kp, blocks, vec;
     int8_t *w;      /* the units' rows in mnh_pack_rows8's order but kept int8 (widened as loaded: half the bytes
@@ -23,6 +29,12 @@ typedef struct {
                      * constants of the call site too), loaded from here instead of set up per call */
     int16_t *x;     /* one widened input row */
     int16_t *xs;    /* every batch row widened (kp pairs a row), where there are several */
+#if defined(FC_VNNI)
+    int kq;         /* groups of 4 inputs a row */
+    int8_t *wq;     /* per block of 8 units and group q: 8 lanes of the unit's 4 weights (32 bytes) */
+    int32_t *biasq; /* bias_full - 128 * sum(w), padded to whole blocks */
+    uint8_t *u;     /* every batch row as x + 128, 4 kq bytes a row */
+#endif
 } fc_pack;
 
 /* The int8 rows (units x depth) of the paired layout: mn_pair_block's portable reading, then the corrections. */
@@ -80,8 +92,25 @@ static const fc_pack *fc_prepare(const mn_word *args) {
         p->rq8[b] = mnh_rq8_load(&p->rq, 8 * b, MN_I(OUT_ZP), MN_I(ACT_MIN), MN_I(ACT_MAX));
     unpair(rows, args);
     pack_rows8_s8(p->w, rows, units, depth);
-    free(rows);
     memcpy(p->bias, MN_P(const int32_t, BIAS_FULL), (size_t)units * sizeof(int32_t));
+#if defined(FC_VNNI)
+    const int kq = (depth + 3) / 4;
+    p->kq = kq;
+    p->wq = (int8_t *)mnh_alloc((size_t)blocks * kq * 32);
+    p->biasq = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
+    p->u = (uint8_t *)mnh_alloc((size_t)batches * 4 * kq + 4);
+    if (!p->wq || !p->biasq || !p->u) return NULL;
+    for (int r = 0; r < units; r++) {
+        uint32_t sum = 0; /* of the unit's weights, wrapping */
+        for (int i = 0; i < depth; i++) {
+            const int8_t v = rows[(size_t)r * depth + i];
+            p->wq[((size_t)(r / 8) * kq + i / 4) * 32 + 4 * (r % 8) + i % 4] = v;
+            sum += (uint32_t)(int32_t)v;
+        }
+        p->biasq[r] = (int32_t)((uint32_t)p->bias[r] - 128u * sum);
+    }
+#endif
+    free(rows);
     mnh_keep(slot, args, p);
     return p;
 }
@@ -221,9 +250,105 @@ static void fc_rows(int8_t *out, const int8_t *in, const fc_pack *p, int rows, i
     }
 }
 
+#if defined(FC_VNNI)
+/* R rows (u, 4 kq bytes apart) times B blocks of 8 units from block bl, 4 inputs a step: each weight vector loaded
+ * once for the R rows, each row's 4 bytes broadcast once for the B blocks; requantized into o (rows `units` apart) */
+__attribute__((always_inline)) static inline void fc_tile_q(int8_t *o, const uint8_t *u, const fc_pack *p, int bl,
+                                                            const int R, const int B, int units,
+                                                            const mn_word *args) {
+    const int kq = p->kq;
+    const size_t bstep = (size_t)kq * 32;
+    const int8_t *w = p->wq + bl * bstep;
+    __m256i acc[8][4];
+    for (int k = 0; k < B; k++) {
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(p->biasq + (bl + k) * 8));
+        for (int r = 0; r < R; r++) acc[r][k] = b;
+    }
+    for (int q = 0; q < kq; q++) {
+        __m256i wv[4];
+        for (int k = 0; k < B; k++) wv[k] = _mm256_loadu_si256((const __m256i *)(w + k * bstep + 32 * q));
+        for (int r = 0; r < R; r++) {
+            int32_t four;
+            memcpy(&four, u + (size_t)r * 4 * kq + 4 * q, 4);
+            const __m256i v = _mm256_set1_epi32(four);
+            for (int k = 0; k < B; k++) acc[r][k] = _mm256_dpbusd_epi32(acc[r][k], v, wv[k]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < B; k++) {
+            const int c = (bl + k) * 8;
+            fc_store(o + (size_t)r * units + c, units - c, acc[r][k], p, bl + k, args);
+        }
+}
+
+#define FC_TILE_Q_R(R)                                                                                                 \
+    switch (B) {                                                                                                       \
+    case 1: fc_tile_q(o, u, p, bl, R, 1, units, args); break;                                                          \
+    case 2: fc_tile_q(o, u, p, bl, R, 2, units, args); break;                                                          \
+    case 3: fc_tile_q(o, u, p, bl, R, 3, units, args); break;                                                          \
+    default: fc_tile_q(o, u, p, bl, R, 4, units, args); break;                                                         \
+    }
+
+static void fc_tiles_q(int8_t *o, const uint8_t *u, const fc_pack *p, int bl, int R, int B, int units,
+                       const mn_word *args) {
+    switch (R) {
+    case 1: FC_TILE_Q_R(1) break;
+    case 2: FC_TILE_Q_R(2) break;
+    case 4: FC_TILE_Q_R(4) break;
+    default: FC_TILE_Q_R(8) break;
+    }
+}
+
+/* n int8 values as uint8 x + 128, 32 and 16 at a time, then one by one */
+static inline void fc_flip(uint8_t *dst, const int8_t *src, size_t n) {
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        _mm256_storeu_si256((__m256i *)(dst + i),
+                            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + i)), _mm256_set1_epi8(-128)));
+    if (i + 16 <= n) {
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm_xor_si128(_mm_loadu_si128((const __m128i *)(src + i)), _mm_set1_epi8(-128)));
+        i += 16;
+    }
+    for (; i < n; i++) dst[i] = (uint8_t)(src[i] ^ 0x80);
+}
+
+/* every batch row as u = x + 128 (its last group's spare bytes 128: their weights are 0), then fc_rows' tiles */
+static void fc_rows_q(int8_t *out, const int8_t *in, const fc_pack *p, int rows, int depth, int units,
+                      const mn_word *args) {
+    const int kq = p->kq;
+    if (depth == 4 * kq) { /* the rows back to back on both sides: one run */
+        fc_flip(p->u, in, (size_t)rows * depth);
+    } else {
+        for (int r = 0; r < rows; r++) {
+            uint8_t *d = p->u + (size_t)r * 4 * kq;
+            fc_flip(d, in + (size_t)r * depth, (size_t)depth);
+            for (int i = depth; i < 4 * kq; i++) d[i] = 128;
+        }
+    }
+    for (int bl = 0; bl < p->blocks; bl += 4) {
+        const int B = mn_min(p->blocks - bl, 4), R = B == 1 ? 8 : B == 2 ? 4 : 2;
+        int r = 0;
+        for (; r + R <= rows; r += R)
+            fc_tiles_q(out + (size_t)r * units, p->u + (size_t)r * 4 * kq, p, bl, R, B, units, args);
+        for (int q = R / 2; q >= 1; q /= 2)
+            if (rows - r >= q) {
+                fc_tiles_q(out + (size_t)r * units, p->u + (size_t)r * 4 * kq, p, bl, q, B, units, args);
+                r += q;
+            }
+    }
+}
+#endif
+
 void mn_fully_connected_s8(const mn_word *args) {
     const fc_pack *p = fc_prepare(args);
     if (!p) { mn_fully_connected_s8_portable(args); return; }
+#if defined(FC_VNNI)
+    if (MN_I(DEPTH) >= 16) { /* (shorter rows: the pairs below, which pad less) */
+        fc_rows_q(MN_P(int8_t, OUT), MN_P(const int8_t, IN), p, MN_I(BATCHES), MN_I(DEPTH), MN_I(UNITS), args);
+        return;
+    }
+#endif
     int8_t *out = MN_P(int8_t, OUT);
     const int8_t *in = MN_P(const int8_t, IN);
     const int batches = MN_I(BATCHES), depth = MN_I(DEPTH), units = MN_I(UNITS);
