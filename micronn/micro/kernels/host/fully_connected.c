@@ -176,24 +176,43 @@ __attribute__((noinline)) static void fc_row_wide(int8_t *o, const int32_t *x, c
     for (; bl < blocks; bl++) fc_block(o, x, p, bl, units, args);
 }
 
-/* R batch rows (widened, 2 kp int16 apart) times B blocks of 8 units from block bl: each weight vector widened
- * once for the R rows, each input pair broadcast once for the B blocks; requantized into o (rows `units` apart) */
-__attribute__((always_inline)) static inline void fc_tile(int8_t *o, const int16_t *x, const fc_pack *p, int bl,
-                                                          const int R, const int B, int units, const mn_word *args) {
-    const int kp = p->kp;
-    const size_t bstep = (size_t)kp * 16;
-    const int8_t *w = p->w + bl * bstep;
+/* R batch rows times B blocks of 8 units from block bl, requantized into o (rows `units` apart): each weight vector
+ * loaded once for the R rows, each row's next 4 bytes broadcast once for the B blocks. QUAD (a constant at each
+ * call): the rows as u = x + 128, 4 kq bytes apart, and the VNNI groups of 4 (vpdpbusd); else widened, 2 kp int16
+ * apart, and the pairs (madd). */
+__attribute__((always_inline)) static inline void fc_tile(int8_t *o, const uint8_t *x, const fc_pack *p, int bl,
+                                                          const int R, const int B, int units, const mn_word *args,
+                                                          const int quad) {
+#if defined(FC_VNNI)
+    const int steps = quad ? p->kq : p->kp;
+    const int8_t *w = (quad ? p->wq : p->w) + (size_t)bl * steps * (quad ? 32 : 16);
+    const int32_t *bias = quad ? p->biasq : p->bias;
+#else
+    const int steps = p->kp;
+    const int8_t *w = p->w + (size_t)bl * steps * 16;
+    const int32_t *bias = p->bias;
+#endif
+    const size_t bstep = (size_t)steps * (quad ? 32 : 16), row = (size_t)4 * steps; /* bytes */
     __m256i acc[8][4];
     for (int k = 0; k < B; k++) {
-        const __m256i b = _mm256_loadu_si256((const __m256i *)(p->bias + (bl + k) * 8));
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(bias + (bl + k) * 8));
         for (int r = 0; r < R; r++) acc[r][k] = b;
     }
-    for (int j = 0; j < kp; j++) {
+    for (int j = 0; j < steps; j++) {
         __m256i wv[4];
-        for (int k = 0; k < B; k++) wv[k] = fc_w16(w + k * bstep + 16 * j);
+        for (int k = 0; k < B; k++)
+            wv[k] = quad ? _mm256_loadu_si256((const __m256i *)(w + k * bstep + 32 * j)) : fc_w16(w + k * bstep + 16 * j);
         for (int r = 0; r < R; r++) {
-            const __m256i v = _mm256_set1_epi32(((const int32_t *)(x + (size_t)r * 2 * kp))[j]);
-            for (int k = 0; k < B; k++) acc[r][k] = _mm256_add_epi32(acc[r][k], _mm256_madd_epi16(v, wv[k]));
+            int32_t four;
+            memcpy(&four, x + r * row + 4 * (size_t)j, 4);
+            const __m256i v = _mm256_set1_epi32(four);
+            for (int k = 0; k < B; k++)
+#if defined(FC_VNNI)
+                acc[r][k] = quad ? _mm256_dpbusd_epi32(acc[r][k], v, wv[k])
+                                 : _mm256_add_epi32(acc[r][k], _mm256_madd_epi16(v, wv[k]));
+#else
+                acc[r][k] = _mm256_add_epi32(acc[r][k], _mm256_madd_epi16(v, wv[k]));
+#endif
         }
     }
     for (int r = 0; r < R; r++)
@@ -204,25 +223,48 @@ __attribute__((always_inline)) static inline void fc_tile(int8_t *o, const int16
 }
 
 /* R rows (1, 2, 4 or 8) of B (1..4) blocks */
-#define FC_TILE_R(R)                                                                                                   \
+#define FC_TILE_R(R, Q)                                                                                                \
     switch (B) {                                                                                                       \
-    case 1: fc_tile(o, x, p, bl, R, 1, units, args); break;                                                            \
-    case 2: fc_tile(o, x, p, bl, R, 2, units, args); break;                                                            \
-    case 3: fc_tile(o, x, p, bl, R, 3, units, args); break;                                                            \
-    default: fc_tile(o, x, p, bl, R, 4, units, args); break;                                                           \
+    case 1: fc_tile(o, x, p, bl, R, 1, units, args, Q); break;                                                         \
+    case 2: fc_tile(o, x, p, bl, R, 2, units, args, Q); break;                                                         \
+    case 3: fc_tile(o, x, p, bl, R, 3, units, args, Q); break;                                                         \
+    default: fc_tile(o, x, p, bl, R, 4, units, args, Q); break;                                                        \
     }
+#define FC_TILES(NAME, Q)                                                                                              \
+    static void NAME(int8_t *o, const uint8_t *x, const fc_pack *p, int bl, int R, int B, int units,                   \
+                     const mn_word *args) {                                                                            \
+        switch (R) {                                                                                                   \
+        case 1: FC_TILE_R(1, Q) break;                                                                                 \
+        case 2: FC_TILE_R(2, Q) break;                                                                                 \
+        case 4: FC_TILE_R(4, Q) break;                                                                                 \
+        default: FC_TILE_R(8, Q) break;                                                                                \
+        }                                                                                                              \
+    }
+FC_TILES(fc_tiles, 0)
+#if defined(FC_VNNI)
+FC_TILES(fc_tiles_q, 1)
+#endif
+#undef FC_TILES
+#undef FC_TILE_R
 
-static void fc_tiles(int8_t *o, const int16_t *x, const fc_pack *p, int bl, int R, int B, int units,
-                     const mn_word *args) {
-    switch (R) {
-    case 1: FC_TILE_R(1) break;
-    case 2: FC_TILE_R(2) break;
-    case 4: FC_TILE_R(4) break;
-    default: FC_TILE_R(8) break;
+typedef void fc_tiles_fn(int8_t *, const uint8_t *, const fc_pack *, int, int, int, int, const mn_word *);
+
+/* tiles of rows x blocks (8 accumulators: 8 x 1, 4 x 2, 2 x 3 or 4) over `rows` prepared rows x, `row` bytes apart */
+static void fc_tiling(int8_t *out, const uint8_t *x, size_t row, const fc_pack *p, int rows, int units,
+                      fc_tiles_fn *tiles, const mn_word *args) {
+    for (int bl = 0; bl < p->blocks; bl += 4) {
+        const int B = mn_min(p->blocks - bl, 4), R = B == 1 ? 8 : B == 2 ? 4 : 2;
+        int r = 0;
+        for (; r + R <= rows; r += R) tiles(out + (size_t)r * units, x + r * row, p, bl, R, B, units, args);
+        for (int q = R / 2; q >= 1; q /= 2)
+            if (rows - r >= q) {
+                tiles(out + (size_t)r * units, x + r * row, p, bl, q, B, units, args);
+                r += q;
+            }
     }
 }
 
-/* several batch rows: all widened first, then tiles of rows x blocks (8 accumulators: 8 x 1, 4 x 2, 2 x 3 or 4) */
+/* several batch rows: all widened first, then fc_tiling's tiles */
 static void fc_rows(int8_t *out, const int8_t *in, const fc_pack *p, int rows, int depth, int units,
                     const mn_word *args) {
     const int kp = p->kp;
@@ -237,68 +279,10 @@ static void fc_rows(int8_t *out, const int8_t *in, const fc_pack *p, int rows, i
             x[depth / 2] = (int32_t)(uint16_t)(int16_t)row[depth - 1];
         }
     }
-    for (int bl = 0; bl < p->blocks; bl += 4) {
-        const int B = mn_min(p->blocks - bl, 4), R = B == 1 ? 8 : B == 2 ? 4 : 2;
-        int r = 0;
-        for (; r + R <= rows; r += R)
-            fc_tiles(out + (size_t)r * units, p->xs + (size_t)r * 2 * kp, p, bl, R, B, units, args);
-        for (int q = R / 2; q >= 1; q /= 2)
-            if (rows - r >= q) {
-                fc_tiles(out + (size_t)r * units, p->xs + (size_t)r * 2 * kp, p, bl, q, B, units, args);
-                r += q;
-            }
-    }
+    fc_tiling(out, (const uint8_t *)p->xs, (size_t)4 * kp, p, rows, units, fc_tiles, args);
 }
 
 #if defined(FC_VNNI)
-/* R rows (u, 4 kq bytes apart) times B blocks of 8 units from block bl, 4 inputs a step: each weight vector loaded
- * once for the R rows, each row's 4 bytes broadcast once for the B blocks; requantized into o (rows `units` apart) */
-__attribute__((always_inline)) static inline void fc_tile_q(int8_t *o, const uint8_t *u, const fc_pack *p, int bl,
-                                                            const int R, const int B, int units,
-                                                            const mn_word *args) {
-    const int kq = p->kq;
-    const size_t bstep = (size_t)kq * 32;
-    const int8_t *w = p->wq + bl * bstep;
-    __m256i acc[8][4];
-    for (int k = 0; k < B; k++) {
-        const __m256i b = _mm256_loadu_si256((const __m256i *)(p->biasq + (bl + k) * 8));
-        for (int r = 0; r < R; r++) acc[r][k] = b;
-    }
-    for (int q = 0; q < kq; q++) {
-        __m256i wv[4];
-        for (int k = 0; k < B; k++) wv[k] = _mm256_loadu_si256((const __m256i *)(w + k * bstep + 32 * q));
-        for (int r = 0; r < R; r++) {
-            int32_t four;
-            memcpy(&four, u + (size_t)r * 4 * kq + 4 * q, 4);
-            const __m256i v = _mm256_set1_epi32(four);
-            for (int k = 0; k < B; k++) acc[r][k] = _mm256_dpbusd_epi32(acc[r][k], v, wv[k]);
-        }
-    }
-    for (int r = 0; r < R; r++)
-        for (int k = 0; k < B; k++) {
-            const int c = (bl + k) * 8;
-            fc_store(o + (size_t)r * units + c, units - c, acc[r][k], p, bl + k, args);
-        }
-}
-
-#define FC_TILE_Q_R(R)                                                                                                 \
-    switch (B) {                                                                                                       \
-    case 1: fc_tile_q(o, u, p, bl, R, 1, units, args); break;                                                          \
-    case 2: fc_tile_q(o, u, p, bl, R, 2, units, args); break;                                                          \
-    case 3: fc_tile_q(o, u, p, bl, R, 3, units, args); break;                                                          \
-    default: fc_tile_q(o, u, p, bl, R, 4, units, args); break;                                                         \
-    }
-
-static void fc_tiles_q(int8_t *o, const uint8_t *u, const fc_pack *p, int bl, int R, int B, int units,
-                       const mn_word *args) {
-    switch (R) {
-    case 1: FC_TILE_Q_R(1) break;
-    case 2: FC_TILE_Q_R(2) break;
-    case 4: FC_TILE_Q_R(4) break;
-    default: FC_TILE_Q_R(8) break;
-    }
-}
-
 /* n int8 values as uint8 x + 128, 32 and 16 at a time, then one by one */
 static inline void fc_flip(uint8_t *dst, const int8_t *src, size_t n) {
     size_t i = 0;
@@ -313,7 +297,7 @@ static inline void fc_flip(uint8_t *dst, const int8_t *src, size_t n) {
     for (; i < n; i++) dst[i] = (uint8_t)(src[i] ^ 0x80);
 }
 
-/* every batch row as u = x + 128 (its last group's spare bytes 128: their weights are 0), then fc_rows' tiles */
+/* every batch row as u = x + 128 (its last group's spare bytes 128: their weights are 0), then fc_tiling's tiles */
 static void fc_rows_q(int8_t *out, const int8_t *in, const fc_pack *p, int rows, int depth, int units,
                       const mn_word *args) {
     const int kq = p->kq;
@@ -326,17 +310,7 @@ static void fc_rows_q(int8_t *out, const int8_t *in, const fc_pack *p, int rows,
             for (int i = depth; i < 4 * kq; i++) d[i] = 128;
         }
     }
-    for (int bl = 0; bl < p->blocks; bl += 4) {
-        const int B = mn_min(p->blocks - bl, 4), R = B == 1 ? 8 : B == 2 ? 4 : 2;
-        int r = 0;
-        for (; r + R <= rows; r += R)
-            fc_tiles_q(out + (size_t)r * units, p->u + (size_t)r * 4 * kq, p, bl, R, B, units, args);
-        for (int q = R / 2; q >= 1; q /= 2)
-            if (rows - r >= q) {
-                fc_tiles_q(out + (size_t)r * units, p->u + (size_t)r * 4 * kq, p, bl, q, B, units, args);
-                r += q;
-            }
-    }
+    fc_tiling(out, p->u, (size_t)4 * kq, p, rows, units, fc_tiles_q, args);
 }
 #endif
 
