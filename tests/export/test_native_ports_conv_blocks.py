@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_native_ports_direct import CHECK_ACCS, _kernel_library, c_check_library, rails
+from test_native_ports_direct import CHECK_ACCS, _kernel_library, c_check_library, call_kernel, rails
 
 from micronn.export.native import FLAGS, host_toolchain
 from micronn.micro import lower
@@ -94,8 +94,6 @@ def _haswell_library() -> ctypes.CDLL:
     so = host_toolchain().shared_object([d / "conv_2d.c"], inc, flags)
     return ctypes.CDLL(str(so))
 
-
-_KEEP: list = []  # argument arrays stay alive: the ports cache their packed weights by the argument array's address
 
 # (n, h, w, in_c, out_c, fh, fw, stride, pad, lo, hi): 1x1 layers with channel tails and pixel counts off the pairs,
 # fours, 6- and 12-pixel blocks; images of at most 9 pixels; activation bounds inside the int8 range
@@ -179,10 +177,7 @@ def _check_blocks(case: tuple, relu: bool = False) -> None:
             words = [out.ctypes.data, x.ctypes.data, weights.ctypes.data, bias.ctypes.data, bias_full.ctypes.data,
                      mult.ctypes.data, shift.ctypes.data, n, h, w, c, oh, ow, oc, fh, fw, c, stride, stride, 1, 1,
                      pad, pad, in_off, out_zp, lo, hi, 0]
-            args = np.array([v & (2**64 - 1) for v in words], np.uint64)
-            _KEEP.append((args, out, x, weights, bias, bias_full, mult, shift))
-            getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
-            results.append(out.tobytes())
+            results.append(call_kernel(lib, fn, words, out, x, weights, bias, bias_full, mult, shift))
         assert results[1] == results[0], "VNNI build"
         assert results[2] == results[0], "MNH_NO_VNNI build"
         assert results[3] == results[0], "-march=haswell build"

@@ -169,6 +169,16 @@ def test_streamed_output_over_the_input(depthwise_op: bool, c: int, k: int, stri
 
 _KEEP: list = []  # argument arrays stay alive: the ports cache their packed weights by the argument array's address
 
+
+def call_kernel(lib: ctypes.CDLL, fn: str, words: list[int], out: np.ndarray, *keep: np.ndarray) -> bytes:
+    """Symbol ``fn`` of ``lib`` called on ``words`` (pointers and integers, as uint64 argument words), then out's
+    bytes. The words and ``keep`` stay alive for the session: a port caches its packs by the words' address, which
+    must not be reused by another layer's arguments."""
+    args = np.array([v & (2**64 - 1) for v in words], np.uint64)
+    _KEEP.append((args, out, *keep))
+    getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
+    return out.tobytes()
+
 # (n, h, w, in_c, out_c, fh, fw, stride, dilation, pad): runs of every length mod 4, one run per tap, 1x1, channel
 # tails of 1..7 beside whole 8- and 16-channel blocks, images of at most 9 pixels (one block of pixels)
 BUILDS = [(1, 11, 10, 3, 16, 3, 3, 1, 1, 1), (2, 9, 13, 1, 9, 5, 5, 2, 1, 2), (1, 8, 12, 2, 24, 3, 3, 1, 2, 2),
@@ -197,10 +207,7 @@ def test_vnni_and_avx2_builds_agree(case: tuple) -> None:
             words = [out.ctypes.data, x.ctypes.data, weights.ctypes.data, bias.ctypes.data, bias_full.ctypes.data,
                      mult.ctypes.data, shift.ctypes.data, n, h, w, c, oh, ow, oc, fh, fw, c, stride, stride, dil, dil,
                      pad, pad, in_off, -3, -128, 127, 0]
-            args = np.array([v & (2**64 - 1) for v in words], np.uint64)
-            _KEEP.append((args, out, x, weights, bias, bias_full, mult, shift))
-            getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
-            results.append(out.tobytes())
+            results.append(call_kernel(lib, fn, words, out, x, weights, bias, bias_full, mult, shift))
         assert results[1] == results[0], "VNNI build"
         assert results[2] == results[0], "MNH_NO_VNNI build"
 

@@ -5,16 +5,13 @@ of 8, per-channel scales and weights of -128 beside negatives (the paired layout
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 
 import numpy as np
 import pytest
-from test_native_ports_direct import _kernel_library
+from test_native_ports_direct import _kernel_library, call_kernel
 
 from micronn.micro.lower import paired_rows
-
-_KEEP: list = []  # argument arrays stay alive: the port caches its packed weights by the argument array's address
 
 CASES = list(itertools.product([1, 2, 5, 8], [1, 15, 16, 17, 64, 250], [1, 13, 33, 70]))
 
@@ -39,9 +36,6 @@ def test_both_builds_match_the_portable_kernel(batches: int, depth: int, units: 
             words = [out.ctypes.data, x.ctypes.data, pairs.data.ctypes.data, bias_full.ctypes.data,
                      mult.ctypes.data, shift.ctypes.data, batches, depth, units, -3, lo, hi, per_channel,
                      fix.data.ctypes.data]
-            args = np.array([v & (2**64 - 1) for v in words], np.uint64)
-            _KEEP.append((args, out, x, pairs, fix, bias_full, mult, shift))
-            getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
-            results.append(out.tobytes())
+            results.append(call_kernel(lib, fn, words, out, x, pairs.data, fix.data, bias_full, mult, shift))
         assert results[1] == results[0], "VNNI build"
         assert results[2] == results[0], "MNH_NO_VNNI build"

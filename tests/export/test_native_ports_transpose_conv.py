@@ -9,12 +9,10 @@ host too) against the portable kernel, called directly."""
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
 from test_native_ports import assert_ported_same
-from test_native_ports_direct import _kernel_library, rails
+from test_native_ports_direct import _kernel_library, call_kernel, rails
 
 from micronn.ir import Padding
 from micronn.kernels.transpose_conv import transpose_conv_padding
@@ -88,8 +86,6 @@ def test_transpose_conv(case: dict) -> None:
 
 # ---- the port's two builds, called directly, against the portable kernel ----
 
-_KEEP: list = []  # argument arrays stay alive: the ports cache their packed weights by the argument array's address
-
 # (n, h, w, in_c, out_c, fh, fw, sh, sw, out_h, out_w, padding)
 BUILDS = [(1, 5, 6, 16, 4, 2, 2, 2, 2, 10, 12, SAME), (2, 3, 4, 3, 5, 3, 3, 3, 3, 8, 10, SAME),
           (1, 4, 3, 33, 16, 2, 2, 2, 2, 8, 6, VALID), (1, 2, 7, 7, 3, 1, 4, 1, 4, 2, 27, VALID),
@@ -117,9 +113,6 @@ def test_vnni_and_avx2_builds_agree(case: tuple) -> None:
             words = [out.ctypes.data, x.ctypes.data, weights.ctypes.data, bias.ctypes.data, mult.ctypes.data,
                      shift.ctypes.data, scratch.ctypes.data, oh, n, h, w, c, oh, ow, oc, fh, fw, sh, sw, pad_t, pad_l,
                      in_off, -3, -128, 127]
-            args = np.array([v & (2**64 - 1) for v in words], np.uint64)
-            _KEEP.append((args, out, x, weights, bias, mult, shift, scratch))
-            getattr(lib, fn)(args.ctypes.data_as(ctypes.c_void_p))
-            results.append(out.tobytes())
+            results.append(call_kernel(lib, fn, words, out, x, weights, bias, mult, shift, scratch))
         assert results[1] == results[0], "VNNI build"
         assert results[2] == results[0], "MNH_NO_VNNI build"
