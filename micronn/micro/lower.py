@@ -120,6 +120,11 @@ def _wrap(a: np.ndarray) -> np.ndarray:
     return ((np.asarray(a, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
 
 
+def spans_meet(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    """Whether two (offset, bytes) places in the arena share a byte (None, a tensor outside it: never)."""
+    return a is not None and b is not None and a[0] < b[0] + b[1] and b[0] < a[0] + a[1]
+
+
 def _placements(interp: Any, subgraph: int = 0) -> dict[int, tuple[int, int]]:
     """Tensor of ``subgraph`` -> (arena offset, bytes), from the interpreter's plan."""
     return {b["tensor"]: (b["offset"], b["size"]) for b in interp.arena_report()["buffers"]
@@ -150,11 +155,7 @@ class _Op:
         o = self.places.get(self.op.outputs[0])
         if o is None:
             return False
-        for t in self.op.inputs:
-            p = self.places.get(t) if t >= 0 else None
-            if p is not None and p[0] < o[0] + o[1] and o[0] < p[0] + p[1]:
-                return True
-        return False
+        return any(spans_meet(self.places.get(t) if t >= 0 else None, o) for t in self.op.inputs)
 
     def in_place(self) -> bool:
         """Whether the plan put the output exactly over input 0 (e.g. an in-place CAST)."""
@@ -370,8 +371,7 @@ def _concatenation(o: _Op) -> list[Task]:
         row = int(np.prod(shape[axis:], dtype=np.int64)) * size
         if o.overlaps() and o.name == "CONCATENATION":
             p, o_place = o.places.get(o.op.inputs[i]), o.places[o.op.outputs[0]]
-            if p is not None and p[0] < o_place[0] + o_place[1] and o_place[0] < p[0] + p[1] and \
-                    (outer != 1 or p[0] != at):
+            if spans_meet(p, o_place) and (outer != 1 or p[0] != at):
                 raise LowerError(f"operator {o.index} (CONCATENATION): input {i} overlaps the output other than at "
                                  "its own place in it, which its device kernel does not support")
         pairs += [o.inp(i), row]
@@ -495,37 +495,33 @@ def _while_elisions(o: _Op, cond: int, body: int) -> list[tuple[int, int, int]]:
     b_in = [places[body].get(t) for t in sg[body].inputs]
     b_out = [places[body].get(t) for t in sg[body].outputs]
 
-    def meets(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
-        return a is not None and b is not None and a[0] < b[0] + b[1] and b[0] < a[0] + a[1]
-
     cond_reads = {t for op in sg[cond].operators for t in op.inputs} | set(sg[cond].outputs)
     flags = [0] * n
     for i in range(n):
         if (c_in[i] is not None and sg[cond].inputs[i] not in cond_reads
-                and not any(meets(c_in[i], s) for s in [*ins, *outs, *(c for j, c in enumerate(c_in) if j != i)])):
+                and not any(spans_meet(c_in[i], s) for s in [*ins, *outs, *(c for j, c in enumerate(c_in) if j != i)])):
             flags[i] |= 1
     # the tensors of subgraphs other than the parent (the cond, the body and what they call) but the loop's own
     # cond and body inputs, which only the copies write (listed below)
     own = {(cond, t) for t in sg[cond].inputs} | {(body, t) for t in sg[body].inputs}
-    inner = [(s, t, span) for s in range(len(sg)) if s != parent for t, span in places[s].items()
-             if (s, t) not in own]
+    inner = [span for s in range(len(sg)) if s != parent for t, span in places[s].items() if (s, t) not in own]
     result = []
     for i in range(n):
         t = sg[body].inputs[i]
         passed = (sg[body].outputs[i] == t and b_in[i] is not None and outs[i] is not None
                   and not any(t in op.outputs for op in sg[body].operators))
         # written while the loop runs, besides the body's input i: inner tensors, copies into other states' places
-        written = [span for s, u, span in inner if (s, u) != (body, t)]
+        written = list(inner)
         written += [b for j, b in enumerate(b_in) if j != i]
         written += [x for j in range(n) if j != i for x in (outs[j], b_out[j])]
         written += [c for j, c in enumerate(c_in) if not flags[j] & 1]
-        if not passed or any(meets(outs[i], w) for w in written) or (
-                meets(outs[i], b_in[i]) and outs[i] != b_in[i]):
+        if not passed or any(spans_meet(outs[i], w) for w in written) or (
+                spans_meet(outs[i], b_in[i]) and outs[i] != b_in[i]):
             result.append((flags[i], 0, 0))
             continue
         start, size = b_in[i]
         hit = [(max(w[0], start) - start, min(w[0] + w[1], start + size) - start) for w in written
-               if meets(w, b_in[i])]
+               if spans_meet(w, b_in[i])]
         lo, hi = (min(a for a, _ in hit), max(b for _, b in hit)) if hit else (0, 0)
         result.append((flags[i] | 2, lo, hi))
     return result

@@ -82,7 +82,7 @@ def check_in_place(o: _Op) -> None:
     size = o.node.outputs[0].nbytes
     for t, tensor in zip(o.op.inputs, o.node.inputs):
         p = o.places.get(t) if t >= 0 else None
-        if p is None or not (p[0] < out[0] + out[1] and out[0] < p[0] + p[1]):
+        if not lower.spans_meet(p, out):
             continue
         if p[0] != out[0] or tensor.nbytes != size:
             raise LowerError(f"operator {o.index} ({o.name}): its output overlaps input tensor {t} other than in "
