@@ -372,27 +372,6 @@ static int direct_reserve(size_t need) {
 }
 
 #if defined(DIRECT_VNNI)
-/* n int8 values as uint8 x + 128. */
-static inline void direct_flip(uint8_t *dst, const int8_t *src, int n) {
-#if defined(__AVX512BW__)
-    const __m512i top = _mm512_set1_epi8(-128);
-    int i = 0;
-    for (; i + 64 <= n; i += 64)
-        _mm512_storeu_si512((void *)(dst + i), _mm512_xor_si512(_mm512_loadu_si512((const void *)(src + i)), top));
-    if (i < n) { /* the last n - i (masked: nothing past them read or written) */
-        const __mmask64 k = ((__mmask64)1 << (n - i)) - 1;
-        _mm512_mask_storeu_epi8(dst + i, k, _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, src + i), top));
-    }
-#else
-    const __m256i top = _mm256_set1_epi8(-128);
-    int i = 0;
-    for (; i + 32 <= n; i += 32)
-        _mm256_storeu_si256((__m256i *)(dst + i),
-                            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + i)), top));
-    for (; i < n; i++) dst[i] = (uint8_t)(src[i] ^ 0x80);
-#endif
-}
-
 /* n bytes of v: inline vector stores (the border runs are a few dozen bytes, a memset call each cost more) */
 static inline void direct_fill(uint8_t *dst, uint8_t v, size_t n) {
 #if defined(__AVX512BW__)
@@ -405,7 +384,7 @@ static inline void direct_fill(uint8_t *dst, uint8_t v, size_t n) {
 #endif
 }
 #define DIRECT_FILL(d, v, n) direct_fill(d, v, (size_t)(n))
-#define DIRECT_COPY(d, s, n) direct_flip(d, s, n)
+#define DIRECT_COPY(d, s, n) mnh_flip(d, s, (size_t)(n))
 #else
 #define DIRECT_FILL(d, v, n) mnh_fill16(d, v, (int)(n))
 #define DIRECT_COPY(d, s, n) mnh_widen(d, s, n)

@@ -221,13 +221,7 @@ static int ts_run(const mn_word *args) {
     int8_t *out = MN_P(int8_t, OUT);
     ts_t *x = ts_scratch;
 #if defined(TS_VNNI)
-    {
-        const __m256i top = _mm256_set1_epi8(-128);
-        size_t i = 0;
-        for (; i + 32 <= values; i += 32)
-            _mm256_storeu_si256((__m256i *)(x + i), _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(in + i)), top));
-        for (; i < values; i++) x[i] = (uint8_t)(in[i] ^ 0x80);
-    }
+    mnh_flip(x, in, values);
 #else
     for (size_t i = 0; i < values; i += 1 << 20) /* mnh_widen takes an int count */
         mnh_widen(x + i, in + i, (int)(values - i < (1u << 20) ? values - i : 1u << 20));
