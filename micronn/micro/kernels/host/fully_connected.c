@@ -5,10 +5,11 @@
  * site back to int8 rows and repacked as pairs, 8 units per vector (mn_host.h's order, kept int8 and widened to
  * int16 as loaded); per batch row the input is widened once and each pair of inputs, broadcast, feeds 32 units'
  * sums with four madds. The sums start from
- * `bias_full` (the input zero point folded in), as the portable kernel's do. With AVX-512 VNNI every row goes as
- * uint8 u = x + 128 against int8 weights in groups of 4 (vpdpbusd: 4 products a lane, 32 units' sums per four
- * instructions), the sums starting from bias_full - 128 * sum(w) of their unit (wrapping: the int32 sums are the
- * portable kernel's bit for bit, as in conv_2d.c's direct path).
+ * `bias_full` (the input zero point folded in), as the portable kernel's do. With AVX-512 VNNI, a call site whose
+ * rows have 16 inputs or more packs its weights in groups of 4 instead (`quad`) and every row goes as uint8
+ * u = x + 128 against them (vpdpbusd: 4 products a lane, 32 units' sums per four instructions), the sums starting
+ * from bias_full - 128 * sum(w) of their unit (wrapping: the int32 sums are the portable kernel's bit for bit, as in
+ * conv_2d.c's direct path).
  */
 #define mn_fully_connected_s8 mn_fully_connected_s8_portable
 #include "fully_connected.portable.inc"
@@ -20,21 +21,18 @@
 #define FC_VNNI 1
 #endif
 typedef struct {
-    int kp, blocks, vec;
-    int8_t *w;      /* the units' rows in mnh_pack_rows8's order but kept int8 (widened as loaded: half the bytes
-                     * to stream, so a model's weights stay in L2 longer) */
-    int32_t *bias;  /* bias_full, padded to whole blocks */
+    int quad;       /* the VNNI groups of 4 (FC_VNNI, rows of 16 inputs or more); else int16 pairs */
+    int kp, blocks, vec; /* kp: steps of 4 bytes a row, pairs of int16 or (quad) groups of 4 uint8 */
+    int8_t *w;      /* pairs: the units' rows in mnh_pack_rows8's order but kept int8 (widened as loaded: half the
+                     * bytes to stream, so a model's weights stay in L2 longer); quad: per block of 8 units and
+                     * step, the 8 units' 4 weights (32 bytes) */
+    int32_t *bias;  /* the sums' start: bias_full (quad: less 128 * sum(w) of the unit), padded to whole blocks */
     mnh_rq rq;
     mnh_rq8 *rq8;   /* per block of 8 units: its requantization parameters as vectors (out_zp and bounds are
                      * constants of the call site too), loaded from here instead of set up per call */
-    int16_t *x;     /* one widened input row */
-    int16_t *xs;    /* every batch row widened (kp pairs a row), where there are several */
-#if defined(FC_VNNI)
-    int kq;         /* groups of 4 inputs a row */
-    int8_t *wq;     /* per block of 8 units and group q: 8 lanes of the unit's 4 weights (32 bytes) */
-    int32_t *biasq; /* bias_full - 128 * sum(w), padded to whole blocks */
-    uint8_t *u;     /* every batch row as x + 128, 4 kq bytes a row */
-#endif
+    int16_t *x;     /* pairs: one widened input row */
+    uint8_t *xs;    /* every batch row prepared, 4 kp bytes a row: widened, where there are several, or (quad, always)
+                     * as u = x + 128 */
 } fc_pack;
 
 /* The int8 rows (units x depth) of the paired layout: mn_pair_block's portable reading, then the corrections. */
@@ -73,43 +71,40 @@ static const fc_pack *fc_prepare(const mn_word *args) {
     mnh_slot *slot;
     fc_pack *p = (fc_pack *)mnh_lookup(args, &slot);
     if (p) return p;
-    const int depth = MN_I(DEPTH), units = MN_I(UNITS), kp = mnh_pairs(depth), blocks = mnh_blocks8(units);
+    const int depth = MN_I(DEPTH), units = MN_I(UNITS), blocks = mnh_blocks8(units), batches = MN_I(BATCHES);
+#if defined(FC_VNNI)
+    const int quad = depth >= 16; /* (shorter rows: the pairs, which pad less) */
+#else
+    const int quad = 0;
+#endif
+    const int kp = quad ? (depth + 3) / 4 : mnh_pairs(depth), rows_kept = batches > 1 || quad;
     p = (fc_pack *)mnh_alloc(sizeof(fc_pack));
     int8_t *rows = (int8_t *)mnh_alloc((size_t)units * depth);
     if (!p || !rows) return NULL;
-    p->kp = kp, p->blocks = blocks;
-    p->w = (int8_t *)mnh_alloc((size_t)blocks * kp * 16);
+    p->quad = quad, p->kp = kp, p->blocks = blocks;
+    p->w = (int8_t *)mnh_alloc((size_t)blocks * kp * (quad ? 32 : 16));
     p->bias = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
-    p->x = (int16_t *)mnh_alloc((size_t)2 * kp * sizeof(int16_t));
+    p->x = quad ? NULL : (int16_t *)mnh_alloc((size_t)2 * kp * sizeof(int16_t));
     p->rq8 = (mnh_rq8 *)aligned_alloc(32, (size_t)blocks * sizeof(mnh_rq8));
-    const int batches = MN_I(BATCHES);
-    p->xs = batches > 1 ? (int16_t *)mnh_alloc(((size_t)2 * kp * batches + 16) * sizeof(int16_t)) : NULL;
-    if (!p->w || !p->bias || !p->x || !p->rq8 || (batches > 1 && !p->xs) ||
+    p->xs = rows_kept ? (uint8_t *)mnh_alloc((size_t)4 * kp * batches + 32) : NULL;
+    if (!p->w || !p->bias || (!quad && !p->x) || !p->rq8 || (rows_kept && !p->xs) ||
         !mnh_rq_init(&p->rq, MN_P(const int32_t, MULT), MN_P(const int32_t, SHIFT), units, 8))
         return NULL;
     p->vec = p->rq.vec;
     for (int b = 0; b < blocks; b++)
         p->rq8[b] = mnh_rq8_load(&p->rq, 8 * b, MN_I(OUT_ZP), MN_I(ACT_MIN), MN_I(ACT_MAX));
     unpair(rows, args);
-    pack_rows8_s8(p->w, rows, units, depth);
     memcpy(p->bias, MN_P(const int32_t, BIAS_FULL), (size_t)units * sizeof(int32_t));
-#if defined(FC_VNNI)
-    const int kq = (depth + 3) / 4;
-    p->kq = kq;
-    p->wq = (int8_t *)mnh_alloc((size_t)blocks * kq * 32);
-    p->biasq = (int32_t *)mnh_alloc((size_t)blocks * 8 * sizeof(int32_t));
-    p->u = (uint8_t *)mnh_alloc((size_t)batches * 4 * kq + 4);
-    if (!p->wq || !p->biasq || !p->u) return NULL;
-    for (int r = 0; r < units; r++) {
+    if (!quad) pack_rows8_s8(p->w, rows, units, depth);
+    for (int r = 0; r < units && quad; r++) {
         uint32_t sum = 0; /* of the unit's weights, wrapping */
         for (int i = 0; i < depth; i++) {
             const int8_t v = rows[(size_t)r * depth + i];
-            p->wq[((size_t)(r / 8) * kq + i / 4) * 32 + 4 * (r % 8) + i % 4] = v;
+            p->w[((size_t)(r / 8) * kp + i / 4) * 32 + 4 * (r % 8) + i % 4] = v;
             sum += (uint32_t)(int32_t)v;
         }
-        p->biasq[r] = (int32_t)((uint32_t)p->bias[r] - 128u * sum);
+        p->bias[r] = (int32_t)((uint32_t)p->bias[r] - 128u * sum);
     }
-#endif
     free(rows);
     mnh_keep(slot, args, p);
     return p;
@@ -178,21 +173,15 @@ __attribute__((noinline)) static void fc_row_wide(int8_t *o, const int32_t *x, c
 
 /* R batch rows times B blocks of 8 units from block bl, requantized into o (rows `units` apart): each weight vector
  * loaded once for the R rows, each row's next 4 bytes broadcast once for the B blocks. QUAD (a constant at each
- * call): the rows as u = x + 128, 4 kq bytes apart, and the VNNI groups of 4 (vpdpbusd); else widened, 2 kp int16
- * apart, and the pairs (madd). */
+ * call, the pack's): the rows as u = x + 128 and the VNNI groups of 4 (vpdpbusd); else widened and the pairs
+ * (madd); 4 kp bytes a row either way. */
 __attribute__((always_inline)) static inline void fc_tile(int8_t *o, const uint8_t *x, const fc_pack *p, int bl,
                                                           const int R, const int B, int units, const mn_word *args,
                                                           const int quad) {
-#if defined(FC_VNNI)
-    const int steps = quad ? p->kq : p->kp;
-    const int8_t *w = (quad ? p->wq : p->w) + (size_t)bl * steps * (quad ? 32 : 16);
-    const int32_t *bias = quad ? p->biasq : p->bias;
-#else
     const int steps = p->kp;
-    const int8_t *w = p->w + (size_t)bl * steps * 16;
-    const int32_t *bias = p->bias;
-#endif
     const size_t bstep = (size_t)steps * (quad ? 32 : 16), row = (size_t)4 * steps; /* bytes */
+    const int8_t *w = p->w + bl * bstep;
+    const int32_t *bias = p->bias;
     __m256i acc[8][4];
     for (int k = 0; k < B; k++) {
         const __m256i b = _mm256_loadu_si256((const __m256i *)(bias + (bl + k) * 8));
@@ -269,48 +258,34 @@ static void fc_rows(int8_t *out, const int8_t *in, const fc_pack *p, int rows, i
                     const mn_word *args) {
     const int kp = p->kp;
     if (!(depth & 1)) { /* the rows back to back on both sides: one run */
-        mnh_widen(p->xs, in, rows * depth);
+        mnh_widen((int16_t *)p->xs, in, rows * depth);
     } else { /* odd rows as whole int16 pairs (no narrower stores under the pairs' loads), the last one padded */
         for (int r = 0; r < rows; r++) {
             const int8_t *row = in + (size_t)r * depth;
-            int32_t *x = (int32_t *)(p->xs + (size_t)r * 2 * kp);
+            int32_t *x = (int32_t *)(p->xs + (size_t)r * 4 * kp);
             for (int j = 0; j < depth / 2; j++)
                 x[j] = (int32_t)(uint16_t)(int16_t)row[2 * j] | (int32_t)((uint32_t)(int32_t)row[2 * j + 1] << 16);
             x[depth / 2] = (int32_t)(uint16_t)(int16_t)row[depth - 1];
         }
     }
-    fc_tiling(out, (const uint8_t *)p->xs, (size_t)4 * kp, p, rows, units, fc_tiles, args);
+    fc_tiling(out, p->xs, (size_t)4 * kp, p, rows, units, fc_tiles, args);
 }
 
 #if defined(FC_VNNI)
-/* n int8 values as uint8 x + 128, 32 and 16 at a time, then one by one */
-static inline void fc_flip(uint8_t *dst, const int8_t *src, size_t n) {
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        _mm256_storeu_si256((__m256i *)(dst + i),
-                            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + i)), _mm256_set1_epi8(-128)));
-    if (i + 16 <= n) {
-        _mm_storeu_si128((__m128i *)(dst + i),
-                         _mm_xor_si128(_mm_loadu_si128((const __m128i *)(src + i)), _mm_set1_epi8(-128)));
-        i += 16;
-    }
-    for (; i < n; i++) dst[i] = (uint8_t)(src[i] ^ 0x80);
-}
-
 /* every batch row as u = x + 128 (its last group's spare bytes 128: their weights are 0), then fc_tiling's tiles */
 static void fc_rows_q(int8_t *out, const int8_t *in, const fc_pack *p, int rows, int depth, int units,
                       const mn_word *args) {
-    const int kq = p->kq;
-    if (depth == 4 * kq) { /* the rows back to back on both sides: one run */
-        fc_flip(p->u, in, (size_t)rows * depth);
+    const int kp = p->kp;
+    if (depth == 4 * kp) { /* the rows back to back on both sides: one run */
+        mnh_flip(p->xs, in, (size_t)rows * depth);
     } else {
         for (int r = 0; r < rows; r++) {
-            uint8_t *d = p->u + (size_t)r * 4 * kq;
-            fc_flip(d, in + (size_t)r * depth, (size_t)depth);
-            for (int i = depth; i < 4 * kq; i++) d[i] = 128;
+            uint8_t *d = p->xs + (size_t)r * 4 * kp;
+            mnh_flip(d, in + (size_t)r * depth, (size_t)depth);
+            for (int i = depth; i < 4 * kp; i++) d[i] = 128;
         }
     }
-    fc_tiling(out, p->u, (size_t)4 * kq, p, rows, units, fc_tiles_q, args);
+    fc_tiling(out, p->xs, (size_t)4 * kp, p, rows, units, fc_tiles_q, args);
 }
 #endif
 
@@ -318,7 +293,7 @@ void mn_fully_connected_s8(const mn_word *args) {
     const fc_pack *p = fc_prepare(args);
     if (!p) { mn_fully_connected_s8_portable(args); return; }
 #if defined(FC_VNNI)
-    if (MN_I(DEPTH) >= 16) { /* (shorter rows: the pairs below, which pad less) */
+    if (p->quad) {
         fc_rows_q(MN_P(int8_t, OUT), MN_P(const int8_t, IN), p, MN_I(BATCHES), MN_I(DEPTH), MN_I(UNITS), args);
         return;
     }
