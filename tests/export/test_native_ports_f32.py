@@ -1,12 +1,13 @@
 """The float32 host ports. Their vector math (micronn/micro/kernels/host/mn_host_libm.h): expf, TFLM's sigmoid and
-tanhf eight lanes at a time give the scalar functions' bits (mn_libm.h, glibc's algorithms) and glibc's own, on a
-large random sample of bit patterns, every branch threshold's neighbours and the special values. CONV_2D and
+tanhf over arrays, 16 lanes at a time (AVX-512 with FMA) and 8 (the AVX2 build, -mno-avx512f), give the scalar
+functions' bits (mn_libm.h, glibc's algorithms) and glibc's own, on a large random sample of bit patterns, every
+branch threshold's neighbours and the special values, and write exactly n outputs, in place too. CONV_2D and
 DEPTHWISE_CONV_2D in tiles of pixels x channel blocks: awkward widths and depths against the interpreter (and the
 wheel), and the output streamed over the input (`stage`) against the portable kernels; sums meeting NaNs of both
 signs; LOGISTIC and TANH through the vector math.
 
-The one-off exhaustive check (all 2^32 inputs, each function: 0 differences from mn_libm.h and from glibc, NaNs
-aside for glibc) is ``python tests/export/test_native_ports_f32.py --all`` (minutes per function)."""
+The one-off exhaustive check (all 2^32 inputs, each function and width: 0 differences from mn_libm.h and from glibc,
+NaNs aside for glibc) is ``python tests/export/test_native_ports_f32.py --all`` (a minute or two per function)."""
 
 from __future__ import annotations
 
@@ -31,16 +32,16 @@ SOURCE = r"""
 #include <string.h>
 #include "mn_host_libm.h"
 #if defined(MNH_AVX2)
-#define VEC(name, f)                                                             \
-    void vec_##name(const float *x, float *y, long n) {                         \
-        for (long i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i))); \
-    }
-VEC(expf, mnh_expf8)
-VEC(sigmoid, mnh_sigmoid8)
-VEC(tanhf, mnh_tanhf8)
-int has_avx2(void) { return 1; }
+void vec_expf(const float *x, float *y, long n) { mnh_expf_n(y, x, (int)n); }
+void vec_sigmoid(const float *x, float *y, long n) { mnh_sigmoid_n(y, x, (int)n); }
+void vec_tanhf(const float *x, float *y, long n) { mnh_tanhf_n(y, x, (int)n); }
+#if defined(MNH_LIBM16)
+int lanes(void) { return 16; }
 #else
-int has_avx2(void) { return 0; }
+int lanes(void) { return 8; }
+#endif
+#else
+int lanes(void) { return 0; }
 #endif
 void ref_expf(const float *x, float *y, long n) { for (long i = 0; i < n; i++) y[i] = mn_libm_expf(x[i]); }
 void ref_sigmoid(const float *x, float *y, long n) { for (long i = 0; i < n; i++) y[i] = mn_libm_sigmoid(x[i]); }
@@ -75,20 +76,24 @@ def _id(case: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in case.items()) or "default"
 
 
-def _library() -> ctypes.CDLL:
+BUILDS = {"wide": [], "avx2": ["-mno-avx512f"]}
+
+
+def _library(build: str = "wide") -> ctypes.CDLL:
     src = Path(tempfile.mkdtemp(prefix="micronn-libm-")) / "vector_libm.c"
     src.write_text(SOURCE)
-    so = host_toolchain().shared_object([src], [lower.include_dir(), lower.include_dir() / "host"], [*FLAGS, "-lm"])
+    flags = [*FLAGS, *BUILDS[build], "-lm"]
+    so = host_toolchain().shared_object([src], [lower.include_dir(), lower.include_dir() / "host"], flags)
     lib = ctypes.CDLL(str(so))
     lib.exhaustive.restype = ctypes.c_long
     lib.exhaustive.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.POINTER(ctypes.c_long)]
     return lib
 
 
-@pytest.fixture(scope="module")
-def lib() -> ctypes.CDLL:
-    lib = _library()
-    if not lib.has_avx2():
+@pytest.fixture(scope="module", params=list(BUILDS))
+def lib(request: pytest.FixtureRequest) -> ctypes.CDLL:
+    lib = _library(request.param)
+    if not lib.lanes():
         pytest.skip("the host ports are the portable kernels here (no AVX2)")
     return lib
 
@@ -133,12 +138,30 @@ def test_vector_libm_gives_the_scalar_bits(lib: ctypes.CDLL, name: str) -> None:
         assert not len(bad), [(hex(int(x[i:i + 1].view(np.uint32)[0])), vec[i], glibc[i]) for i in bad[:5]]
 
 
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_vector_libm_writes_n_outputs(lib: ctypes.CDLL, name: str) -> None:
+    """Every length up to three vectors: the first n outputs are the scalar function's, the rest untouched; and in
+    place (the output over the input), as LOGISTIC and TANH may run."""
+    x = _sample(seed=1, n=64)[:48].copy()
+    x[::3] = 0.0  # tanhf's scalar lanes beside vector ones
+    ref = _call(lib, f"ref_{name}", x)
+    for n in range(49):
+        y = np.full(48, np.float32(7.0))
+        getattr(lib, f"vec_{name}")(x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p), n)
+        assert y[:n].tobytes() == ref[:n].tobytes() and (y[n:] == 7.0).all(), n
+        z = x.copy()
+        getattr(lib, f"vec_{name}")(z.ctypes.data_as(ctypes.c_void_p), z.ctypes.data_as(ctypes.c_void_p), n)
+        assert z[:n].tobytes() == ref[:n].tobytes() and z[n:].tobytes() == x[n:].tobytes(), n
+
+
 if __name__ == "__main__" and "--all" in sys.argv:  # the one-off exhaustive check
-    library = _library()
-    for k, fn in enumerate(FUNCTIONS):
-        glibc_differs = ctypes.c_long(0)
-        differs = library.exhaustive(k, 0, 1 << 32, ctypes.byref(glibc_differs))
-        print(f"{fn}: {differs} of 2^32 inputs differ from mn_libm.h, {glibc_differs.value} from glibc")
+    for build in BUILDS:
+        library = _library(build)
+        for k, fn in enumerate(FUNCTIONS):
+            glibc_differs = ctypes.c_long(0)
+            differs = library.exhaustive(k, 0, 1 << 32, ctypes.byref(glibc_differs))
+            print(f"{fn}, {library.lanes()} lanes: {differs} of 2^32 inputs differ from mn_libm.h, "
+                  f"{glibc_differs.value} from glibc")
 
 
 # ---- CONV_2D and DEPTHWISE_CONV_2D float32: tiles of pixels x channel blocks -------------------------------------

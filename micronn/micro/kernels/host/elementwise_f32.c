@@ -1,9 +1,8 @@
 /* ADD, SUB, MUL, LOGISTIC and TANH, float32: the host port (x86-64 with AVX2) of kernels/elementwise_f32.c, same
  * symbols, same argument words.
  *
- * LOGISTIC and TANH: whole vectors of 8 through mn_host_libm.h's sigmoid and tanhf (the scalar functions' bits on
- * every input, two vectors side by side); the last size % 8 elements as one more vector through a buffer of 8 (its
- * spare lanes hold zeros), so no element goes through the slower scalar functions.
+ * LOGISTIC and TANH: mn_host_libm.h's sigmoid and tanhf over the whole tensor (the scalar functions' bits on every
+ * input, 16 or 8 lanes at a time, the tail as one more masked or buffered vector).
  * ADD, SUB, MUL: the walk's rows whose operands are contiguous, or whose one input is broadcast, 8 elements at a time:
  * the same float operation, where both operands are NaN the portable row's choice (both_nan), then its clamp
  * `if (x < lo) x = lo; if (hi < x) x = hi` as max(lo, x) and min(hi, x) (each keeps x where the comparison fails, as
@@ -90,20 +89,9 @@ void mn_mul_f32(const mn_word *args) {
     mn_walk(args, GEO, MN_P(uint8_t, OUT), MN_P(const uint8_t, IN1), MN_P(const uint8_t, IN2), fast_mul_rows);
 }
 
-/* out[0..size) = f(in[0..size)): whole vectors, then the rest as one vector through a buffer */
+/* out[0..size) = f(in[0..size)) */
 #define UNARY(name, map)                                                                                           \
-    void name(const mn_word *args) {                                                                               \
-        float *out = MN_P(float, UN_OUT);                                                                          \
-        const float *in = MN_P(const float, UN_IN);                                                                \
-        const int32_t size = MN_I(UN_SIZE), whole = size / 8 * 8;                                                  \
-        map(out, in, whole);                                                                                       \
-        if (whole < size) {                                                                                        \
-            float x[8] = {0}, y[8];                                                                                \
-            memcpy(x, in + whole, (size_t)(size - whole) * sizeof(float));                                        \
-            map(y, x, 8);                                                                                          \
-            memcpy(out + whole, y, (size_t)(size - whole) * sizeof(float));                                       \
-        }                                                                                                          \
-    }
+    void name(const mn_word *args) { map(MN_P(float, UN_OUT), MN_P(const float, UN_IN), MN_I(UN_SIZE)); }
 UNARY(mn_logistic_f32, mnh_sigmoid_n)
 UNARY(mn_tanh_f32, mnh_tanhf_n)
 #undef UNARY
