@@ -240,7 +240,7 @@ __attribute__((always_inline)) static inline mnh_exp_tab mnh_exp_table(void) {
     const __m512i j = _mm512_slli_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), 47);
     for (int q = 0; q < 4; q++)
         tab.t[q] = _mm512_castsi512_pd(_mm512_sub_epi64(_mm512_castpd_si512(_mm512_loadu_pd(mnh_two_j + 8 * q)),
-                                                        _mm512_add_epi64(j, _mm512_set1_epi64((long long)(8 * q) << 47))));
+                                                        _mm512_add_epi64(j, _mm512_set1_epi64((long long)q << 50))));
     return tab;
 }
 
@@ -280,7 +280,8 @@ __attribute__((always_inline)) static inline __m512 mnh_sigmoid16_core(__m512 x,
     const __mmask16 big = _mm512_cmp_ps_mask(x, _mm512_set1_ps(16.619047164916992188f), _CMP_GT_OQ);
     const __mmask16 small = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-9.0f), _CMP_LT_OQ);
     /* -x, x below -9, 0 above 16.6 */
-    const __m512 a = _mm512_maskz_mov_ps((__mmask16)~big, _mm512_mask_xor_ps(x, (__mmask16)~small, x, _mm512_set1_ps(-0.0f)));
+    const __m512 neg = _mm512_mask_xor_ps(x, (__mmask16)~small, x, _mm512_set1_ps(-0.0f));
+    const __m512 a = _mm512_maskz_mov_ps((__mmask16)~big, neg);
     *rare = mnh_expf16_rare(a);
     const __m512 e = mnh_expf16_normal(a, tab);
     __m512 y = _mm512_div_ps(one, _mm512_add_ps(one, e));
@@ -331,7 +332,8 @@ __attribute__((always_inline)) static inline __m512 mnh_tanh_expm1f16(__m512 a, 
     const __m512i k23 = _mm512_slli_epi32(k, 23);
     const __m512 d = _mm512_sub_ps(e2, x);
     /* k = -2, -3: (1 - (e - x)) 2^k - 1 */
-    const __m512 yf = _mm512_sub_ps(_mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(_mm512_sub_ps(one, d)), k23)), one);
+    const __m512i scaled = _mm512_add_epi32(_mm512_castps_si512(_mm512_sub_ps(one, d)), k23);
+    const __m512 yf = _mm512_sub_ps(_mm512_castsi512_ps(scaled), one);
     /* 3 <= k < 23: ((1 - 2^-k) - (e - x)) 2^k */
     const __m512 one_minus = _mm512_castsi512_ps(_mm512_sub_epi32(
         _mm512_set1_epi32(0x3f800000), _mm512_srlv_epi32(_mm512_set1_epi32(0x1000000), k)));

@@ -4,8 +4,10 @@
  * The portable kernel's time is its dot products, each one chain of dependent additions. Here the four gates'
  * weight rows (4 * units of them) are transposed once per call site into blocks of 8 rows, so one vector holds 8
  * rows' sums, each lane still adding its products one at a time from 0 in index order (products rounded first,
- * no FMA), and four blocks run side by side. The gate activations (glibc's expf and tanhf, mn_libm.h) and the
- * cell update are the portable kernel's, one unit at a time.
+ * no FMA), and four blocks run side by side. A time step computes every batch row's gate rows first (each from
+ * its own old hidden state, as in the portable kernel), gathered gate by gate, so the activations (mn_host_libm.h:
+ * glibc's expf and tanhf bit for bit) and the cell update then run over the whole step's batch rows in a few long
+ * calls instead of short ones per row.
  */
 #define mn_unidirectional_sequence_lstm_f32 mn_unidirectional_sequence_lstm_f32_portable
 #include "unidirectional_sequence_lstm_f32.portable.inc"
@@ -19,9 +21,9 @@ typedef struct {
     float *w_in;    /* per block: n_input vectors of 8 rows' weights */
     float *w_rec;   /* per block: units vectors */
     float *bias;    /* per gate row, padded to whole blocks */
-    float *pre;     /* the gate rows' pre-activations of one step (8 floats of room past the last) */
-    float *act;     /* their activations, laid out as pre */
-    float *cell, *squashed; /* one step's new cells and their tanhf (units rounded up to 8) */
+    float *pre;     /* one batch row's gate rows' pre-activations at one step */
+    float *gates;   /* one step's, gate by gate: [gate][batch row][unit], then their activations in place */
+    float *cell, *squashed; /* one step's new cells and their tanhf: [batch row][unit] */
     float *from_x;  /* per input row: clamp(W_x x + bias) of every gate row */
     size_t from_x_rows;
 } lstm_pack;
@@ -31,17 +33,18 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
     lstm_pack *p = (lstm_pack *)mnh_lookup(args, &slot);
     if (p) return p;
     const int n_input = MN_I(N_INPUT), units = MN_I(UNITS), rows = GATES * units, blocks = (rows + 7) / 8;
+    const size_t cells = (size_t)MN_I(BATCH) * units;
     p = (lstm_pack *)mnh_alloc(sizeof(lstm_pack));
     if (!p) return NULL;
     p->blocks = blocks;
     p->w_in = (float *)mnh_alloc((size_t)blocks * n_input * 8 * sizeof(float));
     p->w_rec = (float *)mnh_alloc((size_t)blocks * units * 8 * sizeof(float));
     p->bias = (float *)mnh_alloc((size_t)blocks * 8 * sizeof(float));
-    p->pre = (float *)mnh_alloc(((size_t)blocks * 8 + 8) * sizeof(float));
-    p->act = (float *)mnh_alloc(((size_t)blocks * 8 + 8) * sizeof(float));
-    p->cell = (float *)mnh_alloc(((size_t)units + 8) * sizeof(float));
-    p->squashed = (float *)mnh_alloc(((size_t)units + 8) * sizeof(float));
-    if (!p->w_in || !p->w_rec || !p->bias || !p->pre || !p->act || !p->cell || !p->squashed) return NULL;
+    p->pre = (float *)mnh_alloc((size_t)blocks * 8 * sizeof(float));
+    p->gates = (float *)mnh_alloc(GATES * cells * sizeof(float));
+    p->cell = (float *)mnh_alloc(cells * sizeof(float));
+    p->squashed = (float *)mnh_alloc(cells * sizeof(float));
+    if (!p->w_in || !p->w_rec || !p->bias || !p->pre || !p->gates || !p->cell || !p->squashed) return NULL;
     for (int r = 0; r < rows; r++) {
         const int g = r / units, u = r % units, b = r / 8, lane = r % 8;
         const float *wi = MN_P(const float, W_IN + g) + (size_t)u * n_input;
@@ -146,49 +149,58 @@ void mn_unidirectional_sequence_lstm_f32(const mn_word *args) {
     const int batch = MN_I(BATCH), steps = MN_I(STEPS), n_input = MN_I(N_INPUT), units = MN_I(UNITS);
     const int time_major = MN_I(TIME_MAJOR), cell_tanh = MN_I(CELL_TANH);
     const float clip = mn_f32_arg(args, CELL_CLIP);
-    const int tail = units % 8;
+    const size_t cells = (size_t)batch * units;
+    const int tail = (int)(cells % 8);
     const __m256i tail_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256 clip_hi = _mm256_set1_ps(clip), clip_lo = _mm256_set1_ps(-clip);
-    float *act = p->act;
+    float *gate[GATES];
+    for (int g = 0; g < GATES; g++) gate[g] = p->gates + g * cells;
     inputs_part(p, in, (int)n_rows, n_input);
 
     for (int t = 0; t < steps; t++) {
+        /* every batch row's gate rows, from its old hidden state, gathered gate by gate */
         for (int b = 0; b < batch; b++) {
             const int row = time_major ? t * batch + b : b * steps + t;
-            float *h = hidden_all + (size_t)b * units, *c = cell_all + (size_t)b * units;
-            pre_activations(p, p->from_x + (size_t)row * p->blocks * 8, h, units);
-            /* activations 8 gate rows at a time: sigmoid (forget, input), tanhf or none (cell), sigmoid (output); a
-             * segment's last vector spills into the next one's rows, which the next segment then writes */
-            mnh_sigmoid_n(act, p->pre, 2 * units);
-            if (cell_tanh) mnh_tanhf_n(act + 2 * units, p->pre + 2 * units, units);
-            else memcpy(act + 2 * units, p->pre + 2 * units, (size_t)(units + 7) / 8 * 8 * sizeof(float));
-            mnh_sigmoid_n(act + 3 * units, p->pre + 3 * units, units);
-            /* the cells, then their tanhf, then the hidden state */
-            for (int u = 0; u < units; u += 8) {
-                const __m256 c_old = u + 8 <= units ? _mm256_loadu_ps(c + u) : _mm256_maskload_ps(c + u, tail_mask);
-                const __m256 kept = mnh_mul_ps(_mm256_loadu_ps(act + FORGET * units + u), c_old);
-                const __m256 added = mnh_mul_ps(_mm256_loadu_ps(act + INPUT_GATE * units + u),
-                                                _mm256_loadu_ps(act + CELL_GATE * units + u));
-                __m256 cell = mnh_add_ps(clamp_max(kept), clamp_max(added));
-                if (clip > 0.0f) { /* NaN passes */
-                    cell = _mm256_blendv_ps(cell, clip_hi, _mm256_cmp_ps(cell, clip_hi, _CMP_GT_OQ));
-                    cell = _mm256_blendv_ps(cell, clip_lo, _mm256_cmp_ps(cell, clip_lo, _CMP_LT_OQ));
-                }
-                _mm256_storeu_ps(p->cell + u, cell);
+            pre_activations(p, p->from_x + (size_t)row * p->blocks * 8, hidden_all + (size_t)b * units, units);
+            for (int g = 0; g < GATES; g++)
+                memcpy(gate[g] + (size_t)b * units, p->pre + (size_t)g * units, (size_t)units * sizeof(float));
+        }
+        /* the activations of the whole step at once: sigmoid (forget and input, side by side), tanhf or none (cell),
+         * sigmoid (output) */
+        mnh_sigmoid_n(gate[FORGET], gate[FORGET], 2 * (int)cells);
+        if (cell_tanh) mnh_tanhf_n(gate[CELL_GATE], gate[CELL_GATE], (int)cells);
+        mnh_sigmoid_n(gate[OUTPUT_GATE], gate[OUTPUT_GATE], (int)cells);
+        /* the cells, then their tanhf, then the hidden states ([batch row][unit], as the state tensors) */
+        for (size_t i = 0; i < cells; i += 8) {
+            const __m256 c_old =
+                i + 8 <= cells ? _mm256_loadu_ps(cell_all + i) : _mm256_maskload_ps(cell_all + i, tail_mask);
+            const __m256 kept = mnh_mul_ps(_mm256_loadu_ps(gate[FORGET] + i), c_old);
+            const __m256 added =
+                mnh_mul_ps(_mm256_loadu_ps(gate[INPUT_GATE] + i), _mm256_loadu_ps(gate[CELL_GATE] + i));
+            __m256 cell = mnh_add_ps(clamp_max(kept), clamp_max(added));
+            if (clip > 0.0f) { /* NaN passes */
+                cell = _mm256_blendv_ps(cell, clip_hi, _mm256_cmp_ps(cell, clip_hi, _CMP_GT_OQ));
+                cell = _mm256_blendv_ps(cell, clip_lo, _mm256_cmp_ps(cell, clip_lo, _CMP_LT_OQ));
             }
-            mnh_tanhf_n(p->squashed, p->cell, units);
-            for (int u = 0; u < units; u += 8) {
-                const __m256 h_new = clamp_max(mnh_mul_ps(_mm256_loadu_ps(p->squashed + u),
-                                                          _mm256_loadu_ps(act + OUTPUT_GATE * units + u)));
-                if (u + 8 <= units) {
-                    _mm256_storeu_ps(c + u, _mm256_loadu_ps(p->cell + u));
-                    _mm256_storeu_ps(h + u, h_new);
-                } else {
-                    _mm256_maskstore_ps(c + u, tail_mask, _mm256_loadu_ps(p->cell + u));
-                    _mm256_maskstore_ps(h + u, tail_mask, h_new);
-                }
+            if (i + 8 <= cells) _mm256_storeu_ps(p->cell + i, cell);
+            else _mm256_maskstore_ps(p->cell + i, tail_mask, cell);
+        }
+        mnh_tanhf_n(p->squashed, p->cell, (int)cells);
+        for (size_t i = 0; i < cells; i += 8) {
+            if (i + 8 <= cells) {
+                _mm256_storeu_ps(hidden_all + i, clamp_max(mnh_mul_ps(_mm256_loadu_ps(p->squashed + i),
+                                                                      _mm256_loadu_ps(gate[OUTPUT_GATE] + i))));
+                _mm256_storeu_ps(cell_all + i, _mm256_loadu_ps(p->cell + i));
+            } else {
+                const __m256 s = _mm256_maskload_ps(p->squashed + i, tail_mask);
+                const __m256 o = _mm256_maskload_ps(gate[OUTPUT_GATE] + i, tail_mask);
+                _mm256_maskstore_ps(hidden_all + i, tail_mask, clamp_max(mnh_mul_ps(s, o)));
+                _mm256_maskstore_ps(cell_all + i, tail_mask, _mm256_maskload_ps(p->cell + i, tail_mask));
             }
-            memcpy(out + (size_t)row * units, h, (size_t)units * sizeof(float));
+        }
+        for (int b = 0; b < batch; b++) {
+            const int row = time_major ? t * batch + b : b * steps + t;
+            memcpy(out + (size_t)row * units, hidden_all + (size_t)b * units, (size_t)units * sizeof(float));
         }
     }
 }
