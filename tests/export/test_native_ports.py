@@ -229,8 +229,11 @@ FULLY_CONNECTED_F32 = [
     {},
     {"batches": 2, "units": 70, "depth": 50, "act": 1},
     {"units": 32, "depth": 3, "bias": False, "act": 3},
-    {"units": 83, "depth": 29, "act": 1},  # one row: 8 blocks side by side, then 3 (the last one short)
+    {"units": 83, "depth": 29, "act": 1},  # one row: 11 blocks side by side (the last one short)
     {"units": 64, "depth": 5, "bias": False},
+    {"units": 80, "depth": 28},  # the keras3 LSTM's gates: 10 blocks
+    {"units": 150, "depth": 7, "act": 3},  # 19 blocks: groups of 10 and 9
+    {"units": 37, "depth": 4},  # 5 blocks
 ]
 
 

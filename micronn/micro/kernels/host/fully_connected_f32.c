@@ -5,7 +5,7 @@
  * product rounded before its addition (no FMA), then bias + total and the clamp, as the portable kernel does.
  * The weights are repacked once per call site as [unit block][depth][8 units] (mn_host.h's cache). Several batch
  * rows (a lanes twin's) run in tiles of rows x unit blocks, the weights loaded once per depth step for the tile's
- * rows; a single row takes 8 blocks side by side (its sums are chains of dependent adds); one unit on 8 or more
+ * rows; a single row takes 5 to 12 blocks side by side (its sums are chains of dependent adds); one unit on 8 or more
  * rows puts 8 rows in the lanes of one sum (ffc_one_unit).
  */
 #define mn_fully_connected_f32 mn_fully_connected_f32_portable
@@ -117,12 +117,28 @@ FFC_ROWS_B(3)
 FFC_ROWS_B(4)
 #undef FFC_ROWS_B
 
-/* one row x 8 blocks: a single row's sums are chains of dependent adds, 8 of them side by side keep the adders
- * busy where 4 would wait on each add's latency */
-__attribute__((noinline)) static void ffc_row8(const ffc_pack *p, const float *x, float *o, int depth, int units,
-                                               int bl, int has_bias, __m256 lo, __m256 hi) {
-    ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 1, 8);
-}
+/* one row x B blocks (5 to FFC_ROW_MAX): a single row's sums are chains of dependent adds, which keep the adders
+ * busy only many side by side: 12 with AVX-512's 32 vector registers, else 8 (with the weights and the broadcast
+ * input in the 16) */
+#if defined(__AVX512VL__)
+#define FFC_ROW_MAX 12
+#else
+#define FFC_ROW_MAX 8
+#endif
+#define FFC_ROW_B(B)                                                                                               \
+    __attribute__((noinline)) static void ffc_row##B(const ffc_pack *p, const float *x, float *o, int depth,      \
+                                                     int units, int bl, int has_bias, __m256 lo, __m256 hi) {      \
+        ffc_tile(p, x, o, depth, units, bl, has_bias, lo, hi, 1, B);                                               \
+    }
+FFC_ROW_B(5)
+FFC_ROW_B(6)
+FFC_ROW_B(7)
+FFC_ROW_B(8)
+FFC_ROW_B(9)
+FFC_ROW_B(10)
+FFC_ROW_B(11)
+FFC_ROW_B(12)
+#undef FFC_ROW_B
 
 /* the rows of a tile of B blocks: 8 x 1, 6 x 2, 3 x 3, 2 x 4 (8 to 12 sums in flight, with the weights and a
  * broadcast input within the 16 vector registers) */
@@ -198,9 +214,20 @@ void mn_fully_connected_f32(const mn_word *args) {
     }
     /* row tiles x block tiles: the blocks in groups of 4 (the last group 1 to 4), each group over rows in tiles */
     for (int bl = 0; bl < blocks;) {
-        if (batches == 1 && blocks - bl >= 8) {
-            ffc_row8(p, in, out, depth, units, bl, has_bias, lo, hi);
-            bl += 8;
+        if (batches == 1 && blocks - bl >= 5) { /* the blocks left in even groups of FFC_ROW_MAX at most */
+            const int left = blocks - bl, groups = (left + FFC_ROW_MAX - 1) / FFC_ROW_MAX;
+            const int b = (left + groups - 1) / groups;
+            switch (b) {
+            case 5: ffc_row5(p, in, out, depth, units, bl, has_bias, lo, hi); break;
+            case 6: ffc_row6(p, in, out, depth, units, bl, has_bias, lo, hi); break;
+            case 7: ffc_row7(p, in, out, depth, units, bl, has_bias, lo, hi); break;
+            case 8: ffc_row8(p, in, out, depth, units, bl, has_bias, lo, hi); break;
+            case 9: ffc_row9(p, in, out, depth, units, bl, has_bias, lo, hi); break;
+            case 10: ffc_row10(p, in, out, depth, units, bl, has_bias, lo, hi); break;
+            case 11: ffc_row11(p, in, out, depth, units, bl, has_bias, lo, hi); break;
+            default: ffc_row12(p, in, out, depth, units, bl, has_bias, lo, hi); break;
+            }
+            bl += b;
             continue;
         }
         const int b = blocks - bl >= 4 ? 4 : blocks - bl, tr = ffc_tile_rows(b);
