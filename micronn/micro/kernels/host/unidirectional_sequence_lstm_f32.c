@@ -61,17 +61,19 @@ static lstm_pack *lstm_prepare(const mn_word *args) {
  * (products rounded first, the sum's NaN first), for `rows` rows of x at once */
 __attribute__((always_inline)) static inline void dots(__m256 *acc, const float *const *x, const float *w, int n,
                                                        const int rows, const int m, const int exact) {
-    for (int i = 0; i < rows * m; i++) acc[i] = _mm256_setzero_ps();
+    __m256 a[2 * 12]; /* in registers (acc, read back by the NaN check, would be kept in memory) */
+    for (int i = 0; i < rows * m; i++) a[i] = _mm256_setzero_ps();
     for (int j = 0; j < n; j++) {
         __m256 xv[2];
         for (int r = 0; r < rows; r++) xv[r] = _mm256_broadcast_ss(x[r] + j);
         for (int k = 0; k < m; k++) {
             const __m256 wv = _mm256_loadu_ps(w + ((size_t)k * n + j) * 8);
             for (int r = 0; r < rows; r++)
-                acc[r * m + k] = exact ? mnh_add_ps(acc[r * m + k], mnh_mul_ps(xv[r], wv))
-                                       : _mm256_add_ps(acc[r * m + k], _mm256_mul_ps(xv[r], wv));
+                a[r * m + k] = exact ? mnh_add_ps(a[r * m + k], mnh_mul_ps(xv[r], wv))
+                                     : _mm256_add_ps(a[r * m + k], _mm256_mul_ps(xv[r], wv));
         }
     }
+    for (int i = 0; i < rows * m; i++) acc[i] = a[i];
 }
 
 /* dots with m <= 12 blocks of one row, or m <= 6 of two rows (at most 12 sums in flight); a compiler may swap the
