@@ -8,9 +8,10 @@ gates (TFLM's sigmoid is 1 / (1 + expf(-x))). Per model (the float LSTMs of ``te
 run: the wheel's time per sample and a twentieth of it (the issue's budget); the multiply-accumulates over this
 core's peak for unfused float multiply-adds (``benchmarks/peak.c``, kind 3: the matrix products at best); the
 sigmoids and tanhs one invoke evaluates times micronn's exact vector cost per element (``benchmarks/activations.c``,
-the host ports' code, on gate-like inputs in [-8, 8)); their sum, a bound the exact products and activations alone
-set with micronn's activation code (the cell updates, copies and calls come on top); and micronn's measured
-batched time per sample. ``bound x wheel``: the wheel's time over that bound, the most this design could reach.
+the host ports' code, in one long call on gate-like inputs in [-8, 8): their best rate); their sum, a bound the
+exact products and activations alone set with micronn's activation code (the cell updates, copies and calls come
+on top); and micronn's measured batched time per sample. ``bound x wheel``: the wheel's time over that bound, the
+most this design could reach.
 """
 
 from __future__ import annotations
@@ -43,30 +44,28 @@ def _lib() -> ctypes.CDLL:
 
 
 class Activations:
-    """Nanoseconds per call of micronn's exact sigmoid (0) or tanhf (1) over ``n`` floats, as the kernels call them
-    (an LSTM: its forget and input gates in one call of 2 x units, then units at a time), on gate-like inputs."""
+    """Nanoseconds per element of micronn's exact sigmoid (0) or tanhf (1) at their best: one long call over
+    gate-like inputs. Any design can reach it by gathering a step's or a batch's gates into long calls (the float
+    LSTM kernel does); short calls cost more per element."""
 
     def __init__(self, lib: ctypes.CDLL):
         self.lib, self.ns = lib, {}
         self.x = np.random.default_rng(0).uniform(-8, 8, 4096).astype(np.float32)
-        self.y = np.empty(4096 + 16, np.float32)
+        self.y = np.empty_like(self.x)
 
-    def __call__(self, which: int, n: int) -> float:
-        if (which, n) not in self.ns:
-            calls = max(1, len(self.x) // n)
-
-            def run(rounds: int) -> None:
-                for r in range(calls):  # each call over its own n inputs, ``rounds`` times
-                    self.lib.act_run(which, self.y.ctypes.data + 4 * r * n, self.x.ctypes.data + 4 * r * n, n, rounds)
-            self.ns[which, n] = per_round(run) / calls * 1e9
-        return self.ns[which, n]
+    def __call__(self, which: int) -> float:
+        if which not in self.ns:
+            n = len(self.x)
+            self.ns[which] = per_round(lambda rounds: self.lib.act_run(which, self.y.ctypes.data, self.x.ctypes.data,
+                                                                        n, rounds)) / n * 1e9
+        return self.ns[which]
 
 
 def activations(model, calls: list[int], act: Activations) -> tuple[dict[str, int], float]:
     """Sigmoids and tanhs of one invoke (``calls``: ``speed.subgraph_calls``; an LSTM's three gates and two tanhs per
     unit, step and batch row; LOGISTIC and TANH operators' elements), and their time in nanoseconds at micronn's
-    exact vector cost, called as the kernels call them."""
-    count, ns = {"sigmoid": 0, "tanh": 0}, 0.0
+    exact vector cost per element."""
+    count = {"sigmoid": 0, "tanh": 0}
     for sg, times in zip(model.subgraphs, calls):
         for op in sg.operators:
             x = sg.tensors[op.inputs[0]]
@@ -76,11 +75,9 @@ def activations(model, calls: list[int], act: Activations) -> tuple[dict[str, in
                 rows = times * size // max(x.shape[-1], 1)  # steps x batch
                 count["sigmoid"] += rows * 3 * units
                 count["tanh"] += rows * 2 * units
-                ns += rows * (act(0, 2 * units) + act(0, units) + 2 * act(1, units))
             elif op.op in ("LOGISTIC", "TANH") and times:
                 count["sigmoid" if op.op == "LOGISTIC" else "tanh"] += times * size
-                ns += times * act(op.op == "TANH", size)
-    return count, ns
+    return count, count["sigmoid"] * act(0) + count["tanh"] * act(1)
 
 
 def measure(path: Path, peak: float, act: Activations) -> dict:
@@ -117,13 +114,13 @@ def main() -> None:
     peak = lib.peak_macs(3) / per_round(lib.peak_f32_unfused)
     act = Activations(lib)
     rows = [measure(p, peak, act) for p in paths]
-    per_call = {f"{'tanh' if w else 'sigmoid'}({n})": ns for (w, n), ns in sorted(act.ns.items())}
+    per_element = {"sigmoid": act(0), "tanh": act(1)}
     if a.json:
-        print(json.dumps({"unfused_f32_macs_per_s": peak, "activation_ns_per_call": per_call, "models": rows},
+        print(json.dumps({"unfused_f32_macs_per_s": peak, "activation_ns_per_element": per_element, "models": rows},
                          indent=1))
         return
     print(f"this core: {peak / 1e9:.0f} GMAC/s unfused float32 multiply-adds (peak.c); micronn's exact activations, "
-          "ns per call: " + ", ".join(f"{k} {v:.1f}" for k, v in per_call.items()))
+          "ns per element: " + ", ".join(f"{k} {v:.2f}" for k, v in per_element.items()))
     print(f"{'model':<26}{'wheel us':>9}{'budget':>8}{'MACs':>8}{'sigm':>6}{'tanh':>6}{'products':>9}{'activ.':>8}"
           f"{'bound':>7}{'bound x':>8}{'micronn':>8}{'x wheel':>8}")
     for r in rows:
