@@ -27,8 +27,8 @@ static inline float mn_libm_float(uint32_t u) {
 
 /* ---- expf ------------------------------------------------------------------------------------------------- */
 
-static inline float mn_libm_expf(float x) {
-    /* 2^(j/32), j = 0..31, to the nearest double */
+/* 2^(j/32), j = 0..31, to the nearest double: expf's table (the host ports' vector expf reads it too) */
+static inline const double *mn_libm_two_j(void) {
     static const double two_j[32] = {
         0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0, 0x1.172b83c7d517bp+0,
         0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0, 0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0,
@@ -38,6 +38,10 @@ static inline float mn_libm_expf(float x) {
         0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0, 0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0,
         0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0,
     };
+    return two_j;
+}
+
+static inline float mn_libm_expf(float x) {
     const double inv_step = 0x1.71547652b82fep+5; /* 32 / ln2 */
     /* inv_step = hi + lo, hi with 29 significant bits: hi * x is exact for a float x */
     const double inv_step_hi = 0x1.7154765p+5, inv_step_lo = 0x1.5c17fp-26;
@@ -64,7 +68,7 @@ static inline float mn_libm_expf(float x) {
     const double r_lo = inv_step_lo * xd;
     r = r + r_lo;
     uint64_t scale_bits;
-    memcpy(&scale_bits, &two_j[k % 32], sizeof scale_bits);
+    memcpy(&scale_bits, &mn_libm_two_j()[k % 32], sizeof scale_bits);
     scale_bits += (k - k % 32) << 47; /* 2^(j/32) * 2^m for k = 32 m + j */
     double scale;
     memcpy(&scale, &scale_bits, sizeof scale);

@@ -24,15 +24,6 @@ static inline __m256 mnh_f32_bits(uint32_t u) { return _mm256_castsi256_ps(_mm25
 
 /* expf of 4 floats (as doubles), each lane in the normal path (|x| < 88) */
 __attribute__((always_inline)) static inline __m128 mnh_expf4(__m128 x4) {
-    static const double two_j[32] = {
-        0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0, 0x1.172b83c7d517bp+0,
-        0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0, 0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0,
-        0x1.3dea64c123422p+0, 0x1.44e086061892dp+0, 0x1.4bfdad5362a27p+0, 0x1.5342b569d4f82p+0, 0x1.5ab07dd485429p+0,
-        0x1.6247eb03a5585p+0, 0x1.6a09e667f3bcdp+0, 0x1.71f75e8ec5f74p+0, 0x1.7a11473eb0187p+0, 0x1.82589994cce13p+0,
-        0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0, 0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0, 0x1.ae89f995ad3adp+0,
-        0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0, 0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0,
-        0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0,
-    };
     const __m256d xd = _mm256_cvtps_pd(x4);
     const __m256d shift = _mm256_set1_pd(0x1.8p+52);
     const __m256d z = _mm256_mul_pd(_mm256_set1_pd(0x1.71547652b82fep+5), xd);
@@ -43,7 +34,7 @@ __attribute__((always_inline)) static inline __m128 mnh_expf4(__m128 x4) {
     r = _mm256_sub_pd(r, kd);
     r = _mm256_add_pd(r, _mm256_mul_pd(_mm256_set1_pd(0x1.5c17fp-26), xd));
     const __m256i j = _mm256_and_si256(k, _mm256_set1_epi64x(31));
-    __m256i scale = _mm256_i64gather_epi64((const long long *)two_j, j, 8);
+    __m256i scale = _mm256_i64gather_epi64((const long long *)mn_libm_two_j(), j, 8);
     scale = _mm256_add_epi64(scale, _mm256_slli_epi64(_mm256_sub_epi64(k, j), 47));
     __m256d hi = _mm256_mul_pd(_mm256_set1_pd(0x1.c6af84b912394p-20), r);
     hi = _mm256_add_pd(hi, _mm256_set1_pd(0x1.ebfce50fac4f3p-13));
@@ -222,16 +213,6 @@ static inline __m256 mnh_tanhf8(__m256 x) {
 #if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__FMA__)
 #define MNH_LIBM16 1
 
-static const double mnh_two_j[32] = {
-    0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0, 0x1.172b83c7d517bp+0,
-    0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0, 0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0,
-    0x1.3dea64c123422p+0, 0x1.44e086061892dp+0, 0x1.4bfdad5362a27p+0, 0x1.5342b569d4f82p+0, 0x1.5ab07dd485429p+0,
-    0x1.6247eb03a5585p+0, 0x1.6a09e667f3bcdp+0, 0x1.71f75e8ec5f74p+0, 0x1.7a11473eb0187p+0, 0x1.82589994cce13p+0,
-    0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0, 0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0, 0x1.ae89f995ad3adp+0,
-    0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0, 0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0,
-    0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0,
-};
-
 typedef struct { __m512d t[4]; } mnh_exp_tab;
 
 /* the table as four vectors, each entry less j << 47 (so the scale is the entry plus k << 47) */
@@ -239,7 +220,7 @@ __attribute__((always_inline)) static inline mnh_exp_tab mnh_exp_table(void) {
     mnh_exp_tab tab;
     const __m512i j = _mm512_slli_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), 47);
     for (int q = 0; q < 4; q++)
-        tab.t[q] = _mm512_castsi512_pd(_mm512_sub_epi64(_mm512_castpd_si512(_mm512_loadu_pd(mnh_two_j + 8 * q)),
+        tab.t[q] = _mm512_castsi512_pd(_mm512_sub_epi64(_mm512_loadu_si512(mn_libm_two_j() + 8 * q),
                                                         _mm512_add_epi64(j, _mm512_set1_epi64((long long)q << 50))));
     return tab;
 }
