@@ -104,6 +104,29 @@ static inline __m256 mnh_sigmoid8(__m256 x) {
 
 /* ---- tanhf: 1 - 2 / (expm1f(2|x|) + 2) or -t / (t + 2), t = expm1f(-2|x|), with fdlibm's float expm1f -------- */
 
+/* fdlibm expm1f's rational correction of a reduced x at width W (256, 512; V its float vector): *hxs_out =
+ * x (x / 2), returns e = hxs (r1 - t) / (6 - x t), r1 the polynomial in hxs, t = 3 - r1 x / 2 */
+#define MNH_EXPM1F_E(W, V)                                                                                         \
+    __attribute__((always_inline)) static inline V mnh_expm1f_e##W(V x, V *hxs_out) {                              \
+        const V half_x = _mm##W##_mul_ps(_mm##W##_set1_ps(0.5f), x);                                               \
+        const V hxs = _mm##W##_mul_ps(x, half_x);                                                                  \
+        V p = _mm##W##_mul_ps(hxs, _mm##W##_set1_ps(-2.0109921195e-07f));                                          \
+        p = _mm##W##_add_ps(_mm##W##_set1_ps(4.0082177293e-06f), p);                                               \
+        p = _mm##W##_mul_ps(hxs, p);                                                                               \
+        p = _mm##W##_add_ps(_mm##W##_set1_ps(-7.9365076090e-05f), p);                                              \
+        p = _mm##W##_mul_ps(hxs, p);                                                                               \
+        p = _mm##W##_add_ps(_mm##W##_set1_ps(1.5873016091e-03f), p);                                               \
+        p = _mm##W##_mul_ps(hxs, p);                                                                               \
+        p = _mm##W##_add_ps(_mm##W##_set1_ps(-3.3333335072e-02f), p);                                              \
+        p = _mm##W##_mul_ps(hxs, p);                                                                               \
+        const V r1 = _mm##W##_add_ps(_mm##W##_set1_ps(1.0f), p);                                                   \
+        const V t = _mm##W##_sub_ps(_mm##W##_set1_ps(3.0f), _mm##W##_mul_ps(r1, half_x));                          \
+        const V denominator = _mm##W##_sub_ps(_mm##W##_set1_ps(6.0f), _mm##W##_mul_ps(x, t));                      \
+        *hxs_out = hxs;                                                                                            \
+        return _mm##W##_mul_ps(hxs, _mm##W##_div_ps(_mm##W##_sub_ps(r1, t), denominator));                         \
+    }
+MNH_EXPM1F_E(256, __m256)
+
 /* expm1f of lanes y in [2, 44) or (-2, -2^-25], the arguments tanhf passes: the scalar function's reductions
  * (k = 0; k = -1, taken by negative y only; k = y / ln2 rounded) and reconstructions (k = 0, k = -1, k <= -2 or
  * k > 56, 1 < k < 23, 23 <= k <= 56; k = 1 needs y in (ln2 / 2, 3 ln2 / 2)), each lane taking its own. */
@@ -132,23 +155,8 @@ __attribute__((always_inline)) static inline __m256 mnh_expm1f8(__m256 x) {
     const __m256 c = _mm256_and_ps(_mm256_sub_ps(_mm256_sub_ps(hi, xr), lo), _mm256_castsi256_ps(reduce));
     x = _mm256_blendv_ps(x, xr, _mm256_castsi256_ps(reduce));
 
-    const __m256 half_x = _mm256_mul_ps(half, x);
-    const __m256 hxs = _mm256_mul_ps(x, half_x);
-    __m256 p = _mm256_mul_ps(hxs, _mm256_set1_ps(-2.0109921195e-07f));
-    p = _mm256_add_ps(_mm256_set1_ps(4.0082177293e-06f), p);
-    p = _mm256_mul_ps(hxs, p);
-    p = _mm256_add_ps(_mm256_set1_ps(-7.9365076090e-05f), p);
-    p = _mm256_mul_ps(hxs, p);
-    p = _mm256_add_ps(_mm256_set1_ps(1.5873016091e-03f), p);
-    p = _mm256_mul_ps(hxs, p);
-    p = _mm256_add_ps(_mm256_set1_ps(-3.3333335072e-02f), p);
-    p = _mm256_mul_ps(hxs, p);
-    const __m256 r1 = _mm256_add_ps(one, p);
-    const __m256 rh = _mm256_mul_ps(r1, half_x);
-    const __m256 t = _mm256_sub_ps(_mm256_set1_ps(3.0f), rh);
-    const __m256 denominator = _mm256_sub_ps(_mm256_set1_ps(6.0f), _mm256_mul_ps(x, t));
-    const __m256 quotient = _mm256_div_ps(_mm256_sub_ps(r1, t), denominator);
-    __m256 e = _mm256_mul_ps(hxs, quotient);
+    __m256 hxs;
+    __m256 e = mnh_expm1f_e256(x, &hxs);
 
     /* k == 0 */
     const __m256 y0 = _mm256_sub_ps(x, _mm256_sub_ps(_mm256_mul_ps(x, e), hxs));
@@ -270,6 +278,8 @@ __attribute__((always_inline)) static inline __m512 mnh_sigmoid16_core(__m512 x,
     return _mm512_mask_mov_ps(y, big, one);
 }
 
+MNH_EXPM1F_E(512, __m512)
+
 /* tanhf's expm1f(2|x|) (|x| >= 1, `large`) or expm1f(-2|x|) (|x| < 1), `a` = 2|x|: fdlibm's float reductions and
  * reconstructions for the k each domain reaches (large: k >= 3; small: k = 0, -1, -2 or -3). Lanes with
  * k > 56 take the 23 <= k <= 56 form: tanhf rounds either to 1. */
@@ -291,21 +301,8 @@ __attribute__((always_inline)) static inline __m512 mnh_tanh_expm1f16(__m512 a, 
     const __m512 c = _mm512_maskz_sub_ps(reduce, _mm512_sub_ps(hi, xr), lo);
     const __m512 x = _mm512_mask_mov_ps(x0, reduce, xr);
 
-    const __m512 half_x = _mm512_mul_ps(half, x);
-    const __m512 hxs = _mm512_mul_ps(x, half_x);
-    __m512 p = _mm512_mul_ps(hxs, _mm512_set1_ps(-2.0109921195e-07f));
-    p = _mm512_add_ps(_mm512_set1_ps(4.0082177293e-06f), p);
-    p = _mm512_mul_ps(hxs, p);
-    p = _mm512_add_ps(_mm512_set1_ps(-7.9365076090e-05f), p);
-    p = _mm512_mul_ps(hxs, p);
-    p = _mm512_add_ps(_mm512_set1_ps(1.5873016091e-03f), p);
-    p = _mm512_mul_ps(hxs, p);
-    p = _mm512_add_ps(_mm512_set1_ps(-3.3333335072e-02f), p);
-    p = _mm512_mul_ps(hxs, p);
-    const __m512 r1 = _mm512_add_ps(one, p);
-    const __m512 t = _mm512_sub_ps(_mm512_set1_ps(3.0f), _mm512_mul_ps(r1, half_x));
-    const __m512 denominator = _mm512_sub_ps(_mm512_set1_ps(6.0f), _mm512_mul_ps(x, t));
-    const __m512 e = _mm512_mul_ps(hxs, _mm512_div_ps(_mm512_sub_ps(r1, t), denominator));
+    __m512 hxs;
+    const __m512 e = mnh_expm1f_e512(x, &hxs);
 
     const __m512 y0 = _mm512_sub_ps(x, _mm512_sub_ps(_mm512_mul_ps(x, e), hxs)); /* k = 0 */
     const __m512 e2 = _mm512_sub_ps(_mm512_sub_ps(_mm512_mul_ps(x, _mm512_sub_ps(e, c)), c), hxs);
