@@ -2,9 +2,11 @@
  * for bit the scalar functions' results (which are glibc's): the same operations in the same order, each rounded
  * once, every branch computed and the lane's own selected.
  *  - With AVX-512 (F, DQ) and FMA: 16 lanes at a time. expf is glibc's FMA build's (the one glibc runs on such a
- *    core): its three fused multiply-adds fused here too, the 32-entry table read by two permutes; tanhf's expm1f
- *    computes only the reconstructions tanhf's two argument ranges reach.
- *  - Else (AVX2): 8 lanes at a time, no FMA (the fused product emulated by a split constant).
+ *    core): its five fused multiply-adds (the rounding shift, the reduction, three steps of the polynomial) fused
+ *    here too, the 32-entry table read by two permutes; tanhf's expm1f computes only the reconstructions tanhf's
+ *    two argument ranges reach.
+ *  - Else (AVX2): 8 lanes at a time, no FMA: the reduction's fused product emulated by a split constant, the
+ *    rest unfused (which rounds to the same floats on every input).
  * Lanes outside the vector paths' domains (for expf |x| >= 88, infinities and NaN; for tanhf |x| < 2^-26 and
  * non-finite) are recomputed with the scalar function, so every float input gives the scalar bits: checked on all
  * 2^32 inputs for both widths (see tests/export/test_native_ports_f32.py for the sampled test and the exhaustive
