@@ -52,13 +52,14 @@ def test_activation_clamps(op: str, act: int) -> None:
 @pytest.mark.parametrize("op", ["ADD", "MUL"])
 def test_two_nans_keep_the_portable_kernels(op: str) -> None:
     """NaNs of different signs and payloads meeting lane by lane: the port, the portable kernel, the interpreter and
-    the wheel keep the same one (the first input's or, where the wheel's loops put it first, the second's)."""
-    n = 64
-    a = np.full(n, np.nan, np.float32)
-    b = np.full(n, -np.nan, np.float32)
-    a.view(np.uint32)[:] |= np.arange(n, dtype=np.uint32)  # distinct payloads
-    b.view(np.uint32)[:] |= np.arange(n, dtype=np.uint32) << 8
-    for shapes in (((n,), (n,), (n,)), ((n,), (1,), (n,)), ((1,), (n,), (n,))):
-        data = model(op, shapes, Activation.NONE)
-        xs = [a[: shapes[0][0]].copy(), b[: shapes[1][0]].copy()]
-        check(data, xs)
+    the wheel keep the same one (the first input's or, where the wheel's loops put it first, the second's); whole
+    vectors, and 21 = two vectors and a tail of 5."""
+    for n in (64, 21):
+        a = np.full(n, np.nan, np.float32)
+        b = np.full(n, -np.nan, np.float32)
+        a.view(np.uint32)[:] |= np.arange(n, dtype=np.uint32)  # distinct payloads
+        b.view(np.uint32)[:] |= np.arange(n, dtype=np.uint32) << 8
+        for shapes in (((n,), (n,), (n,)), ((n,), (1,), (n,)), ((1,), (n,), (n,))):
+            data = model(op, shapes, Activation.NONE)
+            xs = [a[: shapes[0][0]].copy(), b[: shapes[1][0]].copy()]
+            check(data, xs)

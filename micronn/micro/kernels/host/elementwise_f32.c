@@ -6,8 +6,9 @@
  * ADD, SUB, MUL: the walk's rows whose operands are contiguous, or whose one input is broadcast, 8 elements at a time:
  * the same float operation, where both operands are NaN the portable row's choice (both_nan), then its clamp
  * `if (x < lo) x = lo; if (hi < x) x = hi` as max(lo, x) and min(hi, x) (each keeps x where the comparison fails, as
- * a NaN x); other rows and the last n % 8 elements are the portable row's. Every element is read before it is
- * written, so an output exactly over its input is fine.
+ * a NaN x); a row's last n % 8 elements as one masked vector with AVX-512 VL, else the portable row's, as are
+ * other rows (and rows of fewer than 8). Every element is read before it is written, so an output exactly over its
+ * input is fine.
  */
 #define mn_add_f32 mn_add_f32_portable
 #define mn_sub_f32 mn_sub_f32_portable
@@ -56,6 +57,15 @@ __attribute__((always_inline)) static inline void binary_row(uint8_t *p0, const 
             const __m256 a = _mm256_set1_ps(*x1);
             for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, binary8(a, _mm256_loadu_ps(x2 + i), op, swap, lo, hi));
         }
+#if defined(__AVX512VL__)
+        if (i < n) { /* the last n % 8 as one masked vector (a broadcast operand read once, as above) */
+            const __mmask8 m = (__mmask8)((1u << (n - i)) - 1);
+            const __m256 a = s1 ? _mm256_maskz_loadu_ps(m, x1 + i) : _mm256_set1_ps(*x1);
+            const __m256 b = s2 ? _mm256_maskz_loadu_ps(m, x2 + i) : _mm256_set1_ps(*x2);
+            _mm256_mask_storeu_ps(o + i, m, binary8(a, b, op, swap, lo, hi));
+            return;
+        }
+#endif
     }
     if (i < n) rest(p0 + (size_t)s0 * i, p1 + (size_t)s1 * i, p2 + (size_t)s2 * i, n - i, s0, s1, s2, args);
 }
