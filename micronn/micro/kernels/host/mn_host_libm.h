@@ -20,91 +20,10 @@
 
 #if defined(MNH_AVX2)
 
-static inline __m256 mnh_f32_bits(uint32_t u) { return _mm256_castsi256_ps(_mm256_set1_epi32((int)u)); }
-
-/* ---- expf: x 32/ln2 = k + r in double, 2^(k/32) from the table, the cubic in r --------------------------- */
-
-/* expf of 4 floats (as doubles), each lane in the normal path (|x| < 88) */
-__attribute__((always_inline)) static inline __m128 mnh_expf4(__m128 x4) {
-    const __m256d xd = _mm256_cvtps_pd(x4);
-    const __m256d shift = _mm256_set1_pd(0x1.8p+52);
-    const __m256d z = _mm256_mul_pd(_mm256_set1_pd(0x1.71547652b82fep+5), xd);
-    __m256d kd = _mm256_add_pd(z, shift);
-    const __m256i k = _mm256_castpd_si256(kd);
-    kd = _mm256_sub_pd(kd, shift);
-    __m256d r = _mm256_mul_pd(_mm256_set1_pd(0x1.7154765p+5), xd);
-    r = _mm256_sub_pd(r, kd);
-    r = _mm256_add_pd(r, _mm256_mul_pd(_mm256_set1_pd(0x1.5c17fp-26), xd));
-    const __m256i j = _mm256_and_si256(k, _mm256_set1_epi64x(31));
-    __m256i scale = _mm256_i64gather_epi64((const long long *)mn_libm_two_j(), j, 8);
-    scale = _mm256_add_epi64(scale, _mm256_slli_epi64(_mm256_sub_epi64(k, j), 47));
-    __m256d hi = _mm256_mul_pd(_mm256_set1_pd(0x1.c6af84b912394p-20), r);
-    hi = _mm256_add_pd(hi, _mm256_set1_pd(0x1.ebfce50fac4f3p-13));
-    const __m256d r2 = _mm256_mul_pd(r, r);
-    __m256d lo = _mm256_mul_pd(_mm256_set1_pd(0x1.62e42ff0c52d6p-6), r);
-    lo = _mm256_add_pd(lo, _mm256_set1_pd(1.0));
-    __m256d y = _mm256_mul_pd(hi, r2);
-    y = _mm256_add_pd(y, lo);
-    y = _mm256_mul_pd(y, _mm256_castsi256_pd(scale));
-    return _mm256_cvtpd_ps(y);
-}
-
-/* lanes where expf leaves the normal path: |x| >= 88, infinities, NaN (as a movemask) */
-static inline int mnh_expf_rare(__m256 x) {
-    const __m256i mag = _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x7fffffff));
-    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x42afffff))));
-}
-
-/* the lanes of `rare` recomputed by the scalar f */
-static inline __m256 mnh_fixup(__m256 y, __m256 x, int rare, float (*f)(float)) {
-    float xs[8], ys[8];
-    _mm256_storeu_ps(xs, x);
-    _mm256_storeu_ps(ys, y);
-    for (int i = 0; i < 8; i++)
-        if (rare >> i & 1) ys[i] = f(xs[i]);
-    return _mm256_loadu_ps(ys);
-}
-
-__attribute__((always_inline)) static inline __m256 mnh_expf8_normal(__m256 x) {
-    const __m128 lo = mnh_expf4(_mm256_castps256_ps128(x)), hi = mnh_expf4(_mm256_extractf128_ps(x, 1));
-    return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
-}
-
+/* the scalar functions, for the lanes the vector paths leave to them */
 __attribute__((unused)) static float mnh_libm_expf(float x) { return mn_libm_expf(x); }
-
-static inline __m256 mnh_expf8(__m256 x) {
-    __m256 y = mnh_expf8_normal(x);
-    const int rare = mnh_expf_rare(x);
-    return rare ? mnh_fixup(y, x, rare, mnh_libm_expf) : y;
-}
-
-/* ---- TFLM's sigmoid: 1 above 16.619..., expf(x) below -9, else 1 / (1 + expf(-x)) --------------------------- */
-
 __attribute__((unused)) static float mnh_libm_sigmoid(float x) { return mn_libm_sigmoid(x); }
-
-/* the sigmoid of lanes x, *rare the lanes to recompute with mnh_libm_sigmoid */
-__attribute__((always_inline)) static inline __m256 mnh_sigmoid8_core(__m256 x, int *rare) {
-    const __m256 one = _mm256_set1_ps(1.0f);
-    const __m256 big = _mm256_cmp_ps(x, _mm256_set1_ps(16.619047164916992188f), _CMP_GT_OQ);
-    const __m256 small = _mm256_cmp_ps(x, _mm256_set1_ps(-9.0f), _CMP_LT_OQ);
-    const __m256 neg = _mm256_xor_ps(x, _mm256_set1_ps(-0.0f));
-    __m256 a = _mm256_blendv_ps(neg, x, small);
-    a = _mm256_andnot_ps(big, a); /* 0 where the result is 1 */
-    *rare = mnh_expf_rare(a);
-    const __m256 e = mnh_expf8_normal(a);
-    const __m256 d = _mm256_add_ps(one, e);
-    __m256 y = _mm256_div_ps(one, d);
-    y = _mm256_blendv_ps(y, e, small);
-    return _mm256_blendv_ps(y, one, big);
-}
-
-static inline __m256 mnh_sigmoid8(__m256 x) {
-    int rare;
-    const __m256 y = mnh_sigmoid8_core(x, &rare);
-    return rare ? mnh_fixup(y, x, rare, mnh_libm_sigmoid) : y;
-}
-
-/* ---- tanhf: 1 - 2 / (expm1f(2|x|) + 2) or -t / (t + 2), t = expm1f(-2|x|), with fdlibm's float expm1f -------- */
+__attribute__((unused)) static float mnh_libm_tanhf(float x) { return mn_libm_tanhf(x); }
 
 /* fdlibm expm1f's rational correction of a reduced x at width W (256, 512; V its float vector): *hxs_out =
  * x (x / 2), returns e = hxs (r1 - t) / (6 - x t), r1 the polynomial in hxs, t = 3 - r1 x / 2 */
@@ -127,99 +46,8 @@ static inline __m256 mnh_sigmoid8(__m256 x) {
         *hxs_out = hxs;                                                                                            \
         return _mm##W##_mul_ps(hxs, _mm##W##_div_ps(_mm##W##_sub_ps(r1, t), denominator));                         \
     }
-MNH_EXPM1F_E(256, __m256)
 
-/* expm1f of lanes y in [2, 44) or (-2, -2^-25], the arguments tanhf passes: the scalar function's reductions
- * (k = 0; k = -1, taken by negative y only; k = y / ln2 rounded) and reconstructions (k = 0, k = -1, k <= -2 or
- * k > 56, 1 < k < 23, 23 <= k <= 56; k = 1 needs y in (ln2 / 2, 3 ln2 / 2)), each lane taking its own. */
-__attribute__((always_inline)) static inline __m256 mnh_expm1f8(__m256 x) {
-    const __m256 ln2_hi = _mm256_set1_ps(6.9313812256e-01f), ln2_lo = _mm256_set1_ps(9.0580006145e-06f);
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
-    const __m256i mag = _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x7fffffff));
-    const __m256 negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
-    const __m256i reduce = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x3eb17218));
-    const __m256i near = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3f851592), mag);
-    /* |x| < 3 ln2 / 2 (x negative here): x + ln2_hi, lo = -ln2_lo, k = -1 */
-    const __m256 hi1 = _mm256_add_ps(x, ln2_hi);
-    const __m256 lo1 = _mm256_xor_ps(ln2_lo, sign);
-    const __m256i k1 = _mm256_set1_epi32(-1);
-    /* else k = (int)(x / ln2 +- 0.5) */
-    const __m256 scaled = _mm256_mul_ps(_mm256_set1_ps(1.4426950216e+00f), x);
-    const __m256i kn = _mm256_cvttps_epi32(_mm256_add_ps(scaled, _mm256_or_ps(half, _mm256_and_ps(negative, sign))));
-    const __m256 kf = _mm256_cvtepi32_ps(kn);
-    const __m256 hin = _mm256_sub_ps(x, _mm256_mul_ps(kf, ln2_hi));
-    const __m256 lon = _mm256_mul_ps(kf, ln2_lo);
-    const __m256 hi = _mm256_blendv_ps(hin, hi1, _mm256_castsi256_ps(near));
-    const __m256 lo = _mm256_blendv_ps(lon, lo1, _mm256_castsi256_ps(near));
-    __m256i k = _mm256_blendv_epi8(kn, k1, near);
-    k = _mm256_and_si256(k, reduce);
-    const __m256 xr = _mm256_sub_ps(hi, lo);
-    const __m256 c = _mm256_and_ps(_mm256_sub_ps(_mm256_sub_ps(hi, xr), lo), _mm256_castsi256_ps(reduce));
-    x = _mm256_blendv_ps(x, xr, _mm256_castsi256_ps(reduce));
-
-    __m256 hxs;
-    __m256 e = mnh_expm1f_e256(x, &hxs);
-
-    /* k == 0 */
-    const __m256 y0 = _mm256_sub_ps(x, _mm256_sub_ps(_mm256_mul_ps(x, e), hxs));
-    /* k != 0: the reduction's error taken out */
-    e = _mm256_sub_ps(_mm256_mul_ps(x, _mm256_sub_ps(e, c)), c);
-    e = _mm256_sub_ps(e, hxs);
-    const __m256 ym1 = _mm256_sub_ps(_mm256_mul_ps(half, _mm256_sub_ps(x, e)), half); /* k == -1 */
-    const __m256i k23 = _mm256_slli_epi32(k, 23);
-    /* k <= -2 or k > 56: (1 - (e - x)) 2^k - 1 */
-    const __m256 yf = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(
-        _mm256_castps_si256(_mm256_sub_ps(one, _mm256_sub_ps(e, x))), k23)), one);
-    /* 1 < k < 23: ((1 - 2^-k) - (e - x)) 2^k */
-    const __m256 one_minus = _mm256_castsi256_ps(_mm256_sub_epi32(
-        _mm256_set1_epi32(0x3f800000), _mm256_srlv_epi32(_mm256_set1_epi32(0x1000000), k)));
-    const __m256 ys = _mm256_sub_ps(one_minus, _mm256_sub_ps(e, x));
-    /* 23 <= k <= 56: ((x - (e + 2^-k)) + 1) 2^k */
-    const __m256 two_minus_k = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(0x7f), k), 23));
-    const __m256 yl = _mm256_add_ps(_mm256_sub_ps(x, _mm256_add_ps(e, two_minus_k)), one);
-    const __m256 ymid = _mm256_castsi256_ps(_mm256_add_epi32(
-        _mm256_castps_si256(_mm256_blendv_ps(yl, ys, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(23), k)))),
-        k23));
-    const __m256i far = _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(-1), k),
-                                        _mm256_cmpgt_epi32(k, _mm256_set1_epi32(56)));
-    __m256 y = _mm256_blendv_ps(ymid, yf, _mm256_castsi256_ps(far));
-    y = _mm256_blendv_ps(y, ym1, _mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_set1_epi32(-1))));
-    return _mm256_blendv_ps(y, y0, _mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_setzero_si256())));
-}
-
-__attribute__((unused)) static float mnh_libm_tanhf(float x) { return mn_libm_tanhf(x); }
-
-/* tanhf of lanes x, *rare the lanes to recompute with mnh_libm_tanhf */
-__attribute__((always_inline)) static inline __m256 mnh_tanhf8_core(__m256 x, int *rare_out) {
-    const __m256i bits = _mm256_castps_si256(x), mag = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
-    const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
-    /* the scalar function's lanes: |x| < 2^-26 (zero, tiny), infinities, NaN */
-    const int rare = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(
-        _mm256_cmpgt_epi32(_mm256_set1_epi32(0x32800000), mag), _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7f7fffff)))));
-    const __m256i large = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x3f7fffff)); /* |x| >= 1 */
-    const __m256i huge = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x41afffff));  /* |x| >= 22: 1 - 1e-30 = 1 */
-    __m256 twice = _mm256_mul_ps(two, _mm256_castsi256_ps(mag));
-    twice = _mm256_blendv_ps(_mm256_xor_ps(twice, _mm256_set1_ps(-0.0f)), twice, _mm256_castsi256_ps(large));
-    twice = _mm256_andnot_ps(_mm256_castsi256_ps(huge), twice); /* lanes whose expm1f is not used: any valid input */
-    twice = _mm256_blendv_ps(twice, two, _mm256_castsi256_ps(huge));
-    const __m256 t = mnh_expm1f8(twice);
-    const __m256 s = _mm256_add_ps(t, two);
-    /* one division for both forms: 2 / s where |x| >= 1 (then 1 - it), else -t / s */
-    const __m256 q = _mm256_div_ps(_mm256_blendv_ps(_mm256_xor_ps(t, _mm256_set1_ps(-0.0f)), two,
-                                                    _mm256_castsi256_ps(large)), s);
-    __m256 z = _mm256_blendv_ps(q, _mm256_sub_ps(one, q), _mm256_castsi256_ps(large));
-    z = _mm256_blendv_ps(z, _mm256_set1_ps(1.0f - 1.0e-30f), _mm256_castsi256_ps(huge));
-    z = _mm256_or_ps(z, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
-    *rare_out = rare;
-    return z;
-}
-
-static inline __m256 mnh_tanhf8(__m256 x) {
-    int rare;
-    const __m256 z = mnh_tanhf8_core(x, &rare);
-    return rare ? mnh_fixup(z, x, rare, mnh_libm_tanhf) : z;
-}
-
+/* ---- 16 lanes (AVX-512 F and DQ, FMA) ------------------------------------------------------------------------ */
 #if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__FMA__)
 #define MNH_LIBM16 1
 
@@ -346,13 +174,15 @@ __attribute__((always_inline)) static inline __m512 mnh_tanhf16_core(__m512 x, _
     return _mm512_or_ps(z, _mm512_and_ps(x, _mm512_set1_ps(-0.0f)));
 }
 
-__attribute__((always_inline)) static inline __m512 mnh_expf16_core(__m512 x, __mmask16 *rare, const mnh_exp_tab *tab) {
+__attribute__((always_inline)) static inline __m512 mnh_expf16_core(__m512 x, __mmask16 *rare,
+                                                                    const mnh_exp_tab *tab) {
     *rare = mnh_expf16_rare(x);
     return mnh_expf16_normal(x, tab);
 }
 
 /* y[i] = f(x[i]) for the lanes of `rare` (x: the vector read, y: where it went) */
-__attribute__((noinline, cold, unused)) static void mnh_patch16(float *y, __m512 x, __mmask16 rare, float (*f)(float)) {
+__attribute__((noinline, cold, unused)) static void mnh_patch16(float *y, __m512 x, __mmask16 rare,
+                                                                float (*f)(float)) {
     float xs[16];
     _mm512_storeu_ps(xs, x);
     for (int i = 0; i < 16; i++)
@@ -377,7 +207,161 @@ MNH_MAP(mnh_sigmoid_n, mnh_sigmoid16_core, mnh_libm_sigmoid)
 MNH_MAP(mnh_tanhf_n, mnh_tanhf16_core, mnh_libm_tanhf)
 #undef MNH_MAP
 
+/* ---- 8 lanes (AVX2) ------------------------------------------------------------------------------------------ */
 #else
+
+/* ---- expf: x 32/ln2 = k + r in double, 2^(k/32) from the table, the cubic in r --------------------------- */
+
+/* expf of 4 floats (as doubles), each lane in the normal path (|x| < 88) */
+__attribute__((always_inline)) static inline __m128 mnh_expf4(__m128 x4) {
+    const __m256d xd = _mm256_cvtps_pd(x4);
+    const __m256d shift = _mm256_set1_pd(0x1.8p+52);
+    const __m256d z = _mm256_mul_pd(_mm256_set1_pd(0x1.71547652b82fep+5), xd);
+    __m256d kd = _mm256_add_pd(z, shift);
+    const __m256i k = _mm256_castpd_si256(kd);
+    kd = _mm256_sub_pd(kd, shift);
+    __m256d r = _mm256_mul_pd(_mm256_set1_pd(0x1.7154765p+5), xd);
+    r = _mm256_sub_pd(r, kd);
+    r = _mm256_add_pd(r, _mm256_mul_pd(_mm256_set1_pd(0x1.5c17fp-26), xd));
+    const __m256i j = _mm256_and_si256(k, _mm256_set1_epi64x(31));
+    __m256i scale = _mm256_i64gather_epi64((const long long *)mn_libm_two_j(), j, 8);
+    scale = _mm256_add_epi64(scale, _mm256_slli_epi64(_mm256_sub_epi64(k, j), 47));
+    __m256d hi = _mm256_mul_pd(_mm256_set1_pd(0x1.c6af84b912394p-20), r);
+    hi = _mm256_add_pd(hi, _mm256_set1_pd(0x1.ebfce50fac4f3p-13));
+    const __m256d r2 = _mm256_mul_pd(r, r);
+    __m256d lo = _mm256_mul_pd(_mm256_set1_pd(0x1.62e42ff0c52d6p-6), r);
+    lo = _mm256_add_pd(lo, _mm256_set1_pd(1.0));
+    __m256d y = _mm256_mul_pd(hi, r2);
+    y = _mm256_add_pd(y, lo);
+    y = _mm256_mul_pd(y, _mm256_castsi256_pd(scale));
+    return _mm256_cvtpd_ps(y);
+}
+
+/* lanes where expf leaves the normal path: |x| >= 88, infinities, NaN (as a movemask) */
+static inline int mnh_expf_rare(__m256 x) {
+    const __m256i mag = _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x7fffffff));
+    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x42afffff))));
+}
+
+/* the lanes of `rare` recomputed by the scalar f */
+static inline __m256 mnh_fixup(__m256 y, __m256 x, int rare, float (*f)(float)) {
+    float xs[8], ys[8];
+    _mm256_storeu_ps(xs, x);
+    _mm256_storeu_ps(ys, y);
+    for (int i = 0; i < 8; i++)
+        if (rare >> i & 1) ys[i] = f(xs[i]);
+    return _mm256_loadu_ps(ys);
+}
+
+__attribute__((always_inline)) static inline __m256 mnh_expf8_normal(__m256 x) {
+    const __m128 lo = mnh_expf4(_mm256_castps256_ps128(x)), hi = mnh_expf4(_mm256_extractf128_ps(x, 1));
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+}
+
+/* ---- TFLM's sigmoid: 1 above 16.619..., expf(x) below -9, else 1 / (1 + expf(-x)) --------------------------- */
+
+/* the sigmoid of lanes x, *rare the lanes to recompute with mnh_libm_sigmoid */
+__attribute__((always_inline)) static inline __m256 mnh_sigmoid8_core(__m256 x, int *rare) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 big = _mm256_cmp_ps(x, _mm256_set1_ps(16.619047164916992188f), _CMP_GT_OQ);
+    const __m256 small = _mm256_cmp_ps(x, _mm256_set1_ps(-9.0f), _CMP_LT_OQ);
+    const __m256 neg = _mm256_xor_ps(x, _mm256_set1_ps(-0.0f));
+    __m256 a = _mm256_blendv_ps(neg, x, small);
+    a = _mm256_andnot_ps(big, a); /* 0 where the result is 1 */
+    *rare = mnh_expf_rare(a);
+    const __m256 e = mnh_expf8_normal(a);
+    const __m256 d = _mm256_add_ps(one, e);
+    __m256 y = _mm256_div_ps(one, d);
+    y = _mm256_blendv_ps(y, e, small);
+    return _mm256_blendv_ps(y, one, big);
+}
+
+/* ---- tanhf: 1 - 2 / (expm1f(2|x|) + 2) or -t / (t + 2), t = expm1f(-2|x|), with fdlibm's float expm1f -------- */
+
+MNH_EXPM1F_E(256, __m256)
+
+/* expm1f of lanes y in [2, 44) or (-2, -2^-25], the arguments tanhf passes: the scalar function's reductions
+ * (k = 0; k = -1, taken by negative y only; k = y / ln2 rounded) and reconstructions (k = 0, k = -1, k <= -2 or
+ * k > 56, 1 < k < 23, 23 <= k <= 56; k = 1 needs y in (ln2 / 2, 3 ln2 / 2)), each lane taking its own. */
+__attribute__((always_inline)) static inline __m256 mnh_expm1f8(__m256 x) {
+    const __m256 ln2_hi = _mm256_set1_ps(6.9313812256e-01f), ln2_lo = _mm256_set1_ps(9.0580006145e-06f);
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    const __m256i mag = _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x7fffffff));
+    const __m256 negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+    const __m256i reduce = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x3eb17218));
+    const __m256i near = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3f851592), mag);
+    /* |x| < 3 ln2 / 2 (x negative here): x + ln2_hi, lo = -ln2_lo, k = -1 */
+    const __m256 hi1 = _mm256_add_ps(x, ln2_hi);
+    const __m256 lo1 = _mm256_xor_ps(ln2_lo, sign);
+    const __m256i k1 = _mm256_set1_epi32(-1);
+    /* else k = (int)(x / ln2 +- 0.5) */
+    const __m256 scaled = _mm256_mul_ps(_mm256_set1_ps(1.4426950216e+00f), x);
+    const __m256i kn = _mm256_cvttps_epi32(_mm256_add_ps(scaled, _mm256_or_ps(half, _mm256_and_ps(negative, sign))));
+    const __m256 kf = _mm256_cvtepi32_ps(kn);
+    const __m256 hin = _mm256_sub_ps(x, _mm256_mul_ps(kf, ln2_hi));
+    const __m256 lon = _mm256_mul_ps(kf, ln2_lo);
+    const __m256 hi = _mm256_blendv_ps(hin, hi1, _mm256_castsi256_ps(near));
+    const __m256 lo = _mm256_blendv_ps(lon, lo1, _mm256_castsi256_ps(near));
+    __m256i k = _mm256_blendv_epi8(kn, k1, near);
+    k = _mm256_and_si256(k, reduce);
+    const __m256 xr = _mm256_sub_ps(hi, lo);
+    const __m256 c = _mm256_and_ps(_mm256_sub_ps(_mm256_sub_ps(hi, xr), lo), _mm256_castsi256_ps(reduce));
+    x = _mm256_blendv_ps(x, xr, _mm256_castsi256_ps(reduce));
+
+    __m256 hxs;
+    __m256 e = mnh_expm1f_e256(x, &hxs);
+
+    /* k == 0 */
+    const __m256 y0 = _mm256_sub_ps(x, _mm256_sub_ps(_mm256_mul_ps(x, e), hxs));
+    /* k != 0: the reduction's error taken out */
+    e = _mm256_sub_ps(_mm256_mul_ps(x, _mm256_sub_ps(e, c)), c);
+    e = _mm256_sub_ps(e, hxs);
+    const __m256 ym1 = _mm256_sub_ps(_mm256_mul_ps(half, _mm256_sub_ps(x, e)), half); /* k == -1 */
+    const __m256i k23 = _mm256_slli_epi32(k, 23);
+    /* k <= -2 or k > 56: (1 - (e - x)) 2^k - 1 */
+    const __m256 yf = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(
+        _mm256_castps_si256(_mm256_sub_ps(one, _mm256_sub_ps(e, x))), k23)), one);
+    /* 1 < k < 23: ((1 - 2^-k) - (e - x)) 2^k */
+    const __m256 one_minus = _mm256_castsi256_ps(_mm256_sub_epi32(
+        _mm256_set1_epi32(0x3f800000), _mm256_srlv_epi32(_mm256_set1_epi32(0x1000000), k)));
+    const __m256 ys = _mm256_sub_ps(one_minus, _mm256_sub_ps(e, x));
+    /* 23 <= k <= 56: ((x - (e + 2^-k)) + 1) 2^k */
+    const __m256 two_minus_k = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(0x7f), k), 23));
+    const __m256 yl = _mm256_add_ps(_mm256_sub_ps(x, _mm256_add_ps(e, two_minus_k)), one);
+    const __m256 ymid = _mm256_castsi256_ps(_mm256_add_epi32(
+        _mm256_castps_si256(_mm256_blendv_ps(yl, ys, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(23), k)))),
+        k23));
+    const __m256i far = _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(-1), k),
+                                        _mm256_cmpgt_epi32(k, _mm256_set1_epi32(56)));
+    __m256 y = _mm256_blendv_ps(ymid, yf, _mm256_castsi256_ps(far));
+    y = _mm256_blendv_ps(y, ym1, _mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_set1_epi32(-1))));
+    return _mm256_blendv_ps(y, y0, _mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_setzero_si256())));
+}
+
+/* tanhf of lanes x, *rare the lanes to recompute with mnh_libm_tanhf */
+__attribute__((always_inline)) static inline __m256 mnh_tanhf8_core(__m256 x, int *rare_out) {
+    const __m256i bits = _mm256_castps_si256(x), mag = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+    const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+    /* the scalar function's lanes: |x| < 2^-26 (zero, tiny), infinities, NaN */
+    const int rare = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(0x32800000), mag), _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7f7fffff)))));
+    const __m256i large = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x3f7fffff)); /* |x| >= 1 */
+    const __m256i huge = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x41afffff));  /* |x| >= 22: 1 - 1e-30 = 1 */
+    __m256 twice = _mm256_mul_ps(two, _mm256_castsi256_ps(mag));
+    twice = _mm256_blendv_ps(_mm256_xor_ps(twice, _mm256_set1_ps(-0.0f)), twice, _mm256_castsi256_ps(large));
+    twice = _mm256_andnot_ps(_mm256_castsi256_ps(huge), twice); /* lanes whose expm1f is not used: any valid input */
+    twice = _mm256_blendv_ps(twice, two, _mm256_castsi256_ps(huge));
+    const __m256 t = mnh_expm1f8(twice);
+    const __m256 s = _mm256_add_ps(t, two);
+    /* one division for both forms: 2 / s where |x| >= 1 (then 1 - it), else -t / s */
+    const __m256 q = _mm256_div_ps(_mm256_blendv_ps(_mm256_xor_ps(t, _mm256_set1_ps(-0.0f)), two,
+                                                    _mm256_castsi256_ps(large)), s);
+    __m256 z = _mm256_blendv_ps(q, _mm256_sub_ps(one, q), _mm256_castsi256_ps(large));
+    z = _mm256_blendv_ps(z, _mm256_set1_ps(1.0f - 1.0e-30f), _mm256_castsi256_ps(huge));
+    z = _mm256_or_ps(z, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
+    *rare_out = rare;
+    return z;
+}
 
 __attribute__((always_inline)) static inline __m256 mnh_expf8_core(__m256 x, int *rare) {
     *rare = mnh_expf_rare(x);
