@@ -6,7 +6,6 @@ Constant data stays a read-only numpy view over the model bytes (no copy on load
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -463,98 +462,3 @@ def random_inputs(model: Model, seed: int = 0) -> list[np.ndarray]:
         else:
             out.append(rng.uniform(-1, 1, t.shape).astype(t.dtype))
     return out
-
-
-# -- many samples per invoke -------------------------------------------------------------------------------------
-
-# Operators that keep samples apart along axis 0 when every activation's leading dimension is the batch, under the
-# conditions _row_reason checks; STATE_ROW_OPS also keep one row of state (their variable tensors) per sample.
-ROW_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESHAPE", "SOFTMAX",
-                     "FULLY_CONNECTED", "ADD", "MEAN", "PAD", "CONCATENATION", "RELU", "RELU6", "LOGISTIC",
-                     "QUANTIZE", "DEQUANTIZE"})
-STATE_ROW_OPS = frozenset({"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"})
-_LSTM_STATE = (18, 19)  # UNIDIRECTIONAL_SEQUENCE_LSTM's output and cell state inputs
-_CONSTANT_INPUTS = {  # inputs that must be constants of the model (weights, paddings, axes, slice bounds)
-    "CONV_2D": (1, 2), "DEPTHWISE_CONV_2D": (1, 2), "FULLY_CONNECTED": (1, 2), "MEAN": (1,), "PAD": (1, 2),
-    "RESHAPE": (1,), "STRIDED_SLICE": (1, 2, 3), "SVDF": (1, 2, 3),
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": tuple(i for i in range(1, 24) if i not in _LSTM_STATE),
-}
-_STATE_INPUTS = {"SVDF": (4,), "UNIDIRECTIONAL_SEQUENCE_LSTM": _LSTM_STATE}
-
-
-def rows_reason(model: Model, ops: frozenset[str] = ROW_OPS) -> str | None:
-    """Why ``twin_model(model, n)`` would not compute, row by row, what ``model`` computes for each of ``n``
-    samples (None: it would). Every operator must be in ``ops`` (the ones whose kernels the caller has checked
-    along axis 0) and keep samples apart; variable tensors only as the state rows of ``STATE_ROW_OPS`` (each sample
-    then has its own state, so a twin runs samples that each start from the initial state, not a stream)."""
-    if len(model.subgraphs) != 1:
-        return "it has several subgraphs (control flow)"
-    if "OfflineMemoryAllocation" in model.metadata:
-        return "it carries an offline memory plan, whose offsets hold for one sample only"
-    sg = model.main
-    states = {i: op for op in sg.operators if op.op in ops & STATE_ROW_OPS
-              for k in _STATE_INPUTS[op.op] if k < len(op.inputs) and (i := op.inputs[k]) >= 0}
-    for t in map(sg.tensors.__getitem__, sorted(_flowing(sg))):
-        if t.is_variable and t.index not in states:
-            return f"tensor {t.index} ({t.name!r}) is a variable: samples would share state"
-        if t.is_variable and t.data is not None:
-            return f"variable tensor {t.index} ({t.name!r}) has an initial value for one sample"
-        if not t.is_constant and (len(t.shape) < 1 or t.shape[0] != 1):
-            return f"tensor {t.index} ({t.name!r}) of shape {list(t.shape)} has no leading batch dimension of 1"
-    for op in sg.operators:
-        why = _row_reason(sg, op, ops, states)
-        if why:
-            return f"operator {op.index} ({op.op}) {why}"
-    return None
-
-
-def _row_reason(sg: Subgraph, op: Operator, ops: frozenset[str], states: dict[int, Operator]) -> str | None:
-    if op.custom or op.op not in ops:
-        return "is not known to keep samples apart"
-    ins = [sg.tensors[i] if i >= 0 else None for i in op.inputs]
-    for k, t in enumerate(ins):
-        if t is not None and t.is_variable and (states.get(t.index) is not op or k not in _STATE_INPUTS[op.op]):
-            return f"reads variable tensor {t.index} as input {k}, not as its own state"
-    if ins and ins[0] is not None and ins[0].is_constant:
-        return "reads a constant as its input 0, the same for every sample"
-    for k in _CONSTANT_INPUTS.get(op.op, ()):
-        if k < len(ins) and ins[k] is not None and not ins[k].is_constant:
-            return f"reads a computed input {k} (weights, paddings, axes and bounds must be constants)"
-    if op.op not in _CONSTANT_INPUTS and any(t is not None and t.is_constant for t in ins):
-        return "reads a constant operand, which would broadcast across samples"
-    if op.op == "PAD" and np.asarray(ins[1].data).reshape(-1, 2)[0].any():
-        return "pads the batch axis"
-    if op.op == "MEAN" and 0 in {int(a) % len(ins[0].shape) for a in np.asarray(ins[1].data).ravel()}:
-        return "reduces the batch axis"
-    if op.op == "CONCATENATION" and op.options.axis % len(sg.tensors[op.outputs[0]].shape) == 0:
-        return "concatenates along the batch axis"
-    if op.op == "SOFTMAX" and len(ins[0].shape) < 2:
-        return "normalizes along the batch axis"
-    if op.op == "FULLY_CONNECTED" and sg.tensors[op.outputs[0]].shape[0] != 1:
-        return "has no batch of 1 in its output"
-    if op.op == "UNIDIRECTIONAL_SEQUENCE_LSTM" and op.options.time_major:
-        return "is time-major: its leading axis is time, not samples"
-    if op.op == "STRIDED_SLICE":
-        o = op.options
-        if o.ellipsis_mask or o.new_axis_mask or o.shrink_axis_mask & 1 or not o.begin_mask & o.end_mask & 1 \
-                or int(np.asarray(ins[3].data).ravel()[0]) != 1:
-            return "does not keep the whole batch axis (masks, stride)"
-    return None
-
-
-def _flowing(sg: Subgraph) -> set[int]:
-    """The tensors operators read or write and the subgraph's inputs and outputs (not, e.g., the intermediates
-    that only carry an LSTM's quantization)."""
-    return ({i for op in sg.operators for i in (*op.inputs, *op.outputs)} | set(sg.inputs) | set(sg.outputs)) - {-1}
-
-
-def twin_model(model: Model, n: int) -> Model:
-    """``model`` with every activation's (and variable's) leading dimension ``n``: ``n`` samples per invoke, one per
-    row, where :func:`rows_reason` finds nothing. Constants are shared, not copied."""
-    sg = model.main
-    flowing = _flowing(sg)
-    tensors = [t if t.is_constant or t.index not in flowing else
-               dataclasses.replace(t, shape=(n, *t.shape[1:]), shape_signature=None) for t in sg.tensors]
-    twin = copy.copy(model)
-    twin.subgraphs = [dataclasses.replace(sg, tensors=tensors)]
-    return twin

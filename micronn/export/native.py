@@ -7,9 +7,9 @@ loop in C over stacked inputs and outputs: no Python per sample), which is what 
 sets. The interpreter stays the reference: tests compare every output byte with it (and with the TFLM wheel) on
 every model whose operators all have C kernels.
 
-*Lanes*: a small model whose operators keep samples apart along axis 0 (``micronn.ir.rows_reason``, with the
+*Lanes*: a small model whose operators keep samples apart along axis 0 (``micronn.lanes.rows_reason``, with the
 operators whose C kernels ``tests/export/test_native_lanes.py`` checks row by row) runs ``run_chunk`` as its twin
-(``micronn.ir.twin_model``): every activation and state tensor ``lanes`` rows deep, ``lanes`` samples per invoke,
+(``micronn.lanes.twin_model``): every activation and state tensor ``lanes`` rows deep, ``lanes`` samples per invoke,
 each in its own row and (where the model keeps state) from its own initial state. The kernels then see a batch:
 weights are read once per ``lanes`` samples and the fixed cost of each call is shared, which is most of the cost
 of a model of a few thousand multiply-accumulates (hello_world, keyword_scrambled, the LSTMs).
@@ -32,7 +32,8 @@ import numpy as np
 from micronn.errors import InvokeError, MicronnError
 from micronn.export.codegen import generate
 from micronn.interpreter import Interpreter, input_chunks
-from micronn.ir import ROW_OPS, STATE_ROW_OPS, Model, op_macs, rows_reason, twin_model
+from micronn.ir import Model, op_macs
+from micronn.lanes import ROW_OPS, STATE_ROW_OPS, rows_reason, twin_model
 from micronn.micro import lower
 from micronn.micro.target import get_target
 from micronn.micro.toolchain import Toolchain, cache_dir, find_toolchain
@@ -43,8 +44,11 @@ PREFIX = "mn_native"
 # this machine's vector units, without contracting float multiply-adds (the reference rounds each operation)
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
 CHUNK = 256  # samples per native call of invoke_batch when the inputs come as an iterable
-# Operators whose C kernels keep batch rows apart (tests/export/test_native_lanes.py checks each on real models)
-LANE_OPS = ROW_OPS - {"DEQUANTIZE"} | STATE_ROW_OPS | {"STRIDED_SLICE"}  # (no C DEQUANTIZE)
+# Operators whose C kernels keep samples apart in a twin (tests/export/test_native_lanes.py checks each on real
+# models): the rows of ROW_OPS, and the loops of a Keras LSTM (a WHILE of the same count for every sample, its
+# time-major RESHAPE a TRANSPOSE in the twin)
+LANE_OPS = (ROW_OPS - {"DEQUANTIZE"} | STATE_ROW_OPS  # (no C DEQUANTIZE)
+            | {"STRIDED_SLICE", "WHILE", "GATHER", "SPLIT", "SPLIT_V", "TRANSPOSE", "SUB", "MUL", "TANH"})
 # Samples per invoke of a lanes twin: a power of two, at most MAX_LANES, its arena (lanes x the model's) within
 # LANE_ARENA bytes (in L2 with the weights) and its work within LANE_MACS multiply-accumulates (past that, the
 # calls' fixed cost is already small). Measured on keyword_scrambled (best at 16), trained_lstm_int8 (8 to 16)

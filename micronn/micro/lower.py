@@ -7,7 +7,8 @@ one prepare and compute the same bytes. Addresses stay symbolic until ``pack``: 
 ``ConstRef`` bytes computed here (per-channel biases folded with the input zero point, SHAPE's dimensions).
 
 Kernels by op: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, SOFTMAX, SVDF, TRANSPOSE_CONV, AVERAGE_POOL_2D,
-MAX_POOL_2D (int8); QUANTIZE (integer types); RESHAPE and SHAPE (``mn_copy``); STRIDED_SLICE; CONCATENATION and
+MAX_POOL_2D (int8); QUANTIZE (integer types); RESHAPE and SHAPE (``mn_copy``); STRIDED_SLICE and TRANSPOSE
+(``mn_strided_slice``); CONCATENATION and
 PACK (``mn_concatenation``); PAD/PADV2 (any type). Windowed ops whose output the plan streams over their input
 get ``stage`` = 1: each output pixel is finished in a stack buffer before it is stored, the unit the planner's
 gap assumes.
@@ -359,6 +360,30 @@ def _strided_slice(o: _Op) -> list[Task]:
     return [o.task("mn_strided_slice", o.out(), o.inp(0), size, start, *(v for a in axes for v in a))]
 
 
+def _transpose(o: _Op) -> list[Task]:
+    """The strided copy of STRIDED_SLICE: each output axis walks its input axis's stride. Unit axes go and output
+    axes that walk one run of the input merge, so any transpose whose input has at most 4 such runs lowers."""
+    inp = o.node.inputs[0]
+    size = inp.dtype.itemsize
+    strides = [int(np.prod(inp.shape[a + 1:], dtype=np.int64)) * size for a in range(len(inp.shape))]
+    axes: list[tuple[int, int]] = []
+    for a in o.k.perm:
+        n, stride = int(inp.shape[a]), strides[a]
+        if n == 1:
+            continue
+        if axes and axes[-1][1] == n * stride:  # the previous axis steps over this one's whole run
+            axes[-1] = (axes[-1][0] * n, stride)
+        else:
+            axes.append((n, stride))
+    if len(axes) > 4:
+        raise o.unsupported(f"{inp.dtype.name} permuting more than 4 runs")
+    if o.overlaps():
+        raise LowerError(f"operator {o.index} (TRANSPOSE): its output overlaps its input, which its device kernel "
+                         "does not support")
+    axes = [(1, 0)] * (4 - len(axes)) + axes
+    return [o.task("mn_strided_slice", o.out(), o.inp(0), size, 0, *(v for a in axes for v in a))]
+
+
 def _concatenation(o: _Op) -> list[Task]:
     """Parts the plan placed exactly at their place in the output (micronn's stripes, one block each) are copied
     onto themselves, which leaves them as they are; any other overlap is refused."""
@@ -397,8 +422,8 @@ LOWERINGS: dict[str, Callable[[_Op], list[Task]]] = {
     "CONV_2D": _conv, "DEPTHWISE_CONV_2D": _depthwise, "FULLY_CONNECTED": _fully_connected,
     "AVERAGE_POOL_2D": _pool, "MAX_POOL_2D": _pool, "SOFTMAX": _softmax, "SVDF": _svdf,
     "TRANSPOSE_CONV": _transpose_conv, "QUANTIZE": _quantize, "RESHAPE": _copy, "SHAPE": _shape,
-    "STRIDED_SLICE": _strided_slice, "CONCATENATION": _concatenation, "PACK": _concatenation, "PAD": _pad,
-    "PADV2": _pad,
+    "STRIDED_SLICE": _strided_slice, "TRANSPOSE": _transpose, "CONCATENATION": _concatenation,
+    "PACK": _concatenation, "PAD": _pad, "PADV2": _pad,
 }
 
 

@@ -36,7 +36,8 @@ from micronn import progress as _progress
 from micronn.cluster import ray_session
 from micronn.errors import InvokeError, MicronnError
 from micronn.interpreter import Interpreter, input_chunks
-from micronn.ir import Model, Operator, Subgraph, rows_reason, twin_model
+from micronn.ir import Model, Operator, Subgraph
+from micronn.lanes import rows_reason, twin_model
 from micronn.tflite.reader import Source, read
 
 DEFAULT_BATCH = 256  # samples per chunk: what a Ray task carries and what is held in memory at once

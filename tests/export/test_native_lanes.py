@@ -16,17 +16,18 @@ import micronn
 from micronn.errors import MicronnError
 from micronn.export import NativeModel
 from micronn.export.native import LANE_OPS, lanes_reason
-from micronn.ir import rows_reason, twin_model
+from micronn.lanes import rows_reason, twin_model
 from micronn.testing import T, op_model, run_tflm
 from micronn.tflite import schema
 from micronn.tflite.reader import read
+from micronn.tflite.writer import write
 
 MODELS = Path(micronn.__file__).parent / "models"
 EXTRA = Path(__file__).resolve().parents[1] / "models"
 # every model that runs as lanes, but the three largest (their kernels are the same as person_detect's)
 LANED = ["hello_world_int8", "hello_world_float", "keyword_scrambled", "micro_speech_quantized", "person_detect",
          "trained_lstm_int8", "anomaly_autoencoder_int8", "float_cnn", "kws_ds_cnn_int16x8", "lstm_float", "lstm_int8",
-         "resnet_tiny_int8"]
+         "resnet_tiny_int8", "lstm_keras3_while_float"]
 
 
 def _path(name: str) -> Path:
@@ -67,7 +68,8 @@ def test_models_on_lanes_are_the_one_sample_bytes(name: str) -> None:
     _check(data, 3, 3 * 2 + 2, wheel=3)  # two groups and a remainder of two
 
 
-@pytest.mark.parametrize("name", ["hello_world_int8", "keyword_scrambled", "trained_lstm_int8", "lstm_float"])
+@pytest.mark.parametrize("name", ["hello_world_int8", "keyword_scrambled", "trained_lstm_int8", "lstm_float",
+                                  "lstm_keras3_while_float"])
 def test_wide_lanes_and_the_default(name: str) -> None:
     data = _path(name).read_bytes()
     _check(data, 17, 17 * 2 + 5, wheel=2, seed=1)
@@ -99,6 +101,14 @@ SYNTHETIC = {  # the lane operators no bundled or test model has, as one-operato
     "LOGISTIC": lambda: op_model("LOGISTIC", [T((1, 11), "int8", 0.08, -3)], [T((1, 11), "int8", 1 / 256, -128)]),
     "RELU": lambda: op_model("RELU", [T((1, 2, 6), "int8", 0.2, -7)], [T((1, 2, 6), "int8", 0.1, -128)]),
     "RELU6": lambda: _relu6("int8"),
+    "SUB": lambda: op_model("SUB", [T((1, 2, 5), "float32"), T((5,), "float32", data=np.linspace(-2, 3, 5))],
+                            [T((1, 2, 5), "float32")]),  # a constant broadcast across the samples
+    "SPLIT_V": lambda: op_model("SPLIT_V", [T((1, 3, 6), "int8", 0.1, 1), T((2,), "int32", data=[2, 4]),
+                                            T((), "int32", data=-1)],
+                                [T((1, 3, 2), "int8", 0.1, 1), T((1, 3, 4), "int8", 0.1, 1)],
+                                schema.options("SPLIT_V", num_splits=2)),
+    "TRANSPOSE": lambda: op_model("TRANSPOSE", [T((1, 3, 4), "int8", 0.1, 1), T((3,), "int32", data=[0, 2, 1])],
+                                  [T((1, 4, 3), "int8", 0.1, 1)]),
 }
 
 
@@ -108,7 +118,7 @@ def test_one_operator_models_on_lanes(op: str) -> None:
 
 
 def test_every_lane_operator_is_checked() -> None:
-    seen = {op.op for name in LANED for op in read(_path(name).read_bytes()).main.operators}
+    seen = {op for name in LANED for op in read(_path(name).read_bytes()).op_names()}
     assert LANE_OPS <= seen | set(SYNTHETIC) | {"MEAN", "PAD", "ADD"}  # mobilenet_v2's: test_mobilenet_v2_lanes
 
 
@@ -119,13 +129,13 @@ def test_mobilenet_v2_lanes() -> None:
 def test_why_one_lane() -> None:
     def why(name: str) -> str | None:
         return lanes_reason(read(_path(name).read_bytes()))
-    assert "no leading batch dimension" in why("audio_preprocessor_int8")  # its signal chain is one-dimensional
-    assert "subgraphs" in why("lstm_keras3_while_float")
+    assert "SignalWindow" in why("audio_preprocessor_int8")  # its signal chain is not known to keep samples apart
     assert "TRANSPOSE_CONV" in why("unet_wide_int8")
     native = NativeModel(_path("audio_preprocessor_int8"), lanes=8)
-    assert native.lanes == 1 and "Reshape" in native.why_one_lane
+    assert native.lanes == 1 and "SignalWindow" in native.why_one_lane
     # the numpy twin keeps its own rule: no state there
     assert "variable" in rows_reason(read(_path("keyword_scrambled").read_bytes()))
+    assert "WHILE" in rows_reason(read(_path("lstm_keras3_while_float").read_bytes()))
     with pytest.raises(MicronnError, match="lanes"):
         NativeModel(_path("hello_world_int8"), lanes=0)
 
@@ -176,3 +186,49 @@ def test_a_failing_group_names_its_sample(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(native, "_run_into", single)  # alone, every sample of the group passes: the group's status
     _, done, status = native.run_chunk(xs)
     assert (done, status) == (4, 7)
+
+
+def test_keras_lstm_loop_twin() -> None:
+    """The Keras 3 LSTM's loop runs once for every sample of its twin: its time-major RESHAPE a TRANSPOSE, the
+    counters and the condition as they are, the zero starting states repeated, each body tensor with a sample axis
+    where the sample lies (the transposed input's second axis, a gathered step's first)."""
+    model = read(_path("lstm_keras3_while_float").read_bytes())
+    twin = twin_model(model, 5)
+    main, cond, body = twin.subgraphs
+    first, loop = main.operators[0], main.operators[1]
+    assert first.op == "TRANSPOSE" and main.tensors[first.inputs[1]].data.tolist() == [1, 0, 2]
+    assert [main.tensors[t].shape for t in loop.outputs] == [(), (), (1, 5, 20), (5, 20), (5, 20), (28, 5, 28)]
+    assert loop.inputs[:2] == model.main.operators[1].inputs[:2]  # the counters: one for every sample
+    for t, out in zip(loop.inputs[2:5], loop.outputs[2:5]):  # as many bytes as the state they start
+        assert main.tensors[t].is_constant and main.tensors[t].nbytes == main.tensors[out].nbytes == 5 * 20 * 4
+        assert not main.tensors[t].data.any()
+    assert cond.tensors == model.subgraphs[1].tensors[:2] + cond.tensors[2:] and cond.operators == \
+        model.subgraphs[1].operators
+    gather = next(op for op in body.operators if op.op == "GATHER")
+    assert body.tensors[gather.outputs[0]].shape == (5, 28)
+    split = next(op for op in body.operators if op.op == "SPLIT")
+    assert [body.tensors[t].shape for t in split.outputs] == [(5, 20)] * 4
+
+
+def test_a_loop_whose_condition_reads_a_sample_is_one_lane() -> None:
+    model = read(_path("lstm_keras3_while_float").read_bytes())
+    model.subgraphs[1].outputs[0] = 5  # the condition is now the sequence's first byte
+    assert "condition that depends on the sample" in lanes_reason(model)
+    model = read(_path("lstm_keras3_while_float").read_bytes())
+    body = model.subgraphs[2]
+    body.outputs[3] = 4  # the hidden state now comes back as the body got it: still a sample's
+    assert lanes_reason(model) is None
+    body.outputs[5] = body.outputs[0]  # a counter for the sequence: every sample's the same after a step
+    assert "loop state 5 the same for every sample" in lanes_reason(model)
+
+
+def test_a_loop_started_from_other_constants() -> None:
+    """Starting states other than zeros, repeated for each sample in the layout of the state they start: the
+    hidden and cell state's (one tensor in this model) a row per sample, the output sequence's a slice apart."""
+    model = read(_path("lstm_keras3_while_float").read_bytes())
+    rng = np.random.default_rng(5)
+    main = model.main
+    for t in main.operators[1].inputs[2:5]:
+        main.tensors[t] = dataclasses.replace(main.tensors[t], data=rng.uniform(-1, 1, main.tensors[t].shape)
+                                              .astype(np.float32))
+    _check(write(model), 3, 7, wheel=2, seed=6)

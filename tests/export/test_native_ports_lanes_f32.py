@@ -22,7 +22,7 @@ from micronn.tflite import schema
 from micronn.tflite.reader import read
 
 try:
-    from micronn.ir import twin_model
+    from micronn.lanes import twin_model
 except ImportError:  # where the twins still live in micronn.simulate
     from micronn.simulate.batch import twin_model
 

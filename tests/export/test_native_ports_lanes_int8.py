@@ -21,7 +21,7 @@ from micronn.testing import run_tflm
 from micronn.tflite.reader import read
 
 try:
-    from micronn.ir import twin_model
+    from micronn.lanes import twin_model
 except ImportError:  # where the twin lives in micronn.simulate
     from micronn.simulate.batch import twin_model
 

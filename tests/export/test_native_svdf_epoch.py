@@ -16,7 +16,7 @@ from test_native_ports_seq import _id, svdf
 
 import micronn
 from micronn.export.native import NativeModel, _svdf_epoch, with_host_ports
-from micronn.ir import twin_model
+from micronn.lanes import twin_model
 from micronn.testing import run_tflm
 from micronn.tflite.reader import read
 from micronn.tflite.writer import write

@@ -206,6 +206,12 @@ def strided_slice(shape, begin, end, strides, dtype="int8", out_shape=None, **op
                     schema.options("STRIDED_SLICE", **opts))
 
 
+def transpose(shape, perm, dtype="int8") -> bytes:
+    q = (0.1, 1) if dtype == "int8" else (None, None)
+    return op_model("TRANSPOSE", [T(shape, dtype, *q), T((len(perm),), "int32", data=perm)],
+                    [T(tuple(shape[p] for p in perm), dtype, *q)])
+
+
 def pad(dtype, shape, paddings, value=None) -> bytes:
     pads = np.array(paddings, np.int32)
     out = tuple(int(d + a + b) for d, (a, b) in zip(shape, pads))
@@ -259,6 +265,9 @@ CASES = {
     "slice_shrink": strided_slice((4,), [1], [2], [1], "int32", shrink_axis_mask=1, out_shape=()),
     "slice_masks": strided_slice((5, 6), [1, 5], [0, 2], [2, -1], "int16", begin_mask=1, end_mask=1,
                                  out_shape=(3, 3)),
+    "transpose": transpose((2, 3, 4), [2, 0, 1]), "transpose_f32": transpose((3, 1, 5, 2), [2, 1, 3, 0], "float32"),
+    "transpose_runs": transpose((2, 3, 4, 5, 2), [3, 4, 0, 1, 2], "int16"),  # two runs of the input: 2 axes
+    "transpose_4": transpose((2, 3, 2, 3), [3, 1, 2, 0]),
     "concat_c": concat([(1, 2, 3, 4), (1, 2, 3, 2)], 3), "concat_0": concat([(1, 3), (2, 3), (4, 3)], 0, "int32"),
     "concat_mid": concat([(2, 1, 3), (2, 4, 3)], 1, "float32"),
     "pack": concat([(2, 3)] * 3, 1, "int16", pack=True), "pack_0": concat([(4,)] * 2, 0, "int32", pack=True),

@@ -99,6 +99,8 @@ def test_unsupported_types_are_reported_all_at_once() -> None:
     (op_model("SQRT", [T((1, 4), "float32")], [T((1, 4), "float32")]), "float32"),
     (op_model("TANH", [T((1, 4), "int16", 1 / 4096, 0)], [T((1, 4), "int16", 1 / 32768, 0)]), "int16"),
     (op_model("ABS", [T((4,), "int16", 0.1, 0)], [T((4,), "int16", 0.1, 0)]), "int16"),
+    (op_model("TRANSPOSE", [T((2, 3, 2, 3, 2), "int8", 0.1, 0), T((5,), "int32", data=[4, 3, 2, 1, 0])],
+              [T((2, 3, 2, 3, 2), "int8", 0.1, 0)]), "more than 4 runs"),
 ])
 def test_unsupported_ops(model: bytes, what: str) -> None:
     with pytest.raises(UnsupportedError, match=what):
