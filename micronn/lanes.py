@@ -32,6 +32,9 @@ ROW_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POO
                      "FULLY_CONNECTED", "ADD", "MEAN", "PAD", "CONCATENATION", "RELU", "RELU6", "LOGISTIC",
                      "QUANTIZE", "DEQUANTIZE"})
 STATE_ROW_OPS = frozenset({"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"})
+# Operators that keep samples apart along any axis they do not slice, split, gather or permute, and the loops made
+# of them (a Keras LSTM's: its time-major RESHAPE a TRANSPOSE in the twin)
+LOOP_OPS = frozenset({"WHILE", "GATHER", "SPLIT", "SPLIT_V", "STRIDED_SLICE", "TRANSPOSE", "SUB", "MUL", "TANH"})
 # Operators that broadcast their inputs elementwise: the sample axis may lie anywhere, the same from the right in
 # every input that has one; an input the same for every sample broadcasts across them
 ELEMENTWISE = frozenset({"ADD", "SUB", "MUL", "LOGISTIC", "TANH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE"})

@@ -33,7 +33,7 @@ from micronn.errors import InvokeError, MicronnError
 from micronn.export.codegen import generate
 from micronn.interpreter import Interpreter, input_chunks
 from micronn.ir import Model, op_macs
-from micronn.lanes import ROW_OPS, STATE_ROW_OPS, rows_reason, twin_model
+from micronn.lanes import LOOP_OPS, ROW_OPS, STATE_ROW_OPS, rows_reason, twin_model
 from micronn.micro import lower
 from micronn.micro.target import get_target
 from micronn.micro.toolchain import Toolchain, cache_dir, find_toolchain
@@ -45,10 +45,8 @@ PREFIX = "mn_native"
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
 CHUNK = 256  # samples per native call of invoke_batch when the inputs come as an iterable
 # Operators whose C kernels keep samples apart in a twin (tests/export/test_native_lanes.py checks each on real
-# models): the rows of ROW_OPS, and the loops of a Keras LSTM (a WHILE of the same count for every sample, its
-# time-major RESHAPE a TRANSPOSE in the twin)
-LANE_OPS = (ROW_OPS - {"DEQUANTIZE"} | STATE_ROW_OPS  # (no C DEQUANTIZE)
-            | {"STRIDED_SLICE", "WHILE", "GATHER", "SPLIT", "SPLIT_V", "TRANSPOSE", "SUB", "MUL", "TANH"})
+# models)
+LANE_OPS = ROW_OPS - {"DEQUANTIZE"} | STATE_ROW_OPS | LOOP_OPS  # (no C DEQUANTIZE)
 # Samples per invoke of a lanes twin: a power of two, at most MAX_LANES, its arena (lanes x the model's) within
 # LANE_ARENA bytes (in L2 with the weights) and its work within LANE_MACS multiply-accumulates (past that, the
 # calls' fixed cost is already small). Measured on keyword_scrambled (best at 16), trained_lstm_int8 (8 to 16)

@@ -37,7 +37,7 @@ from micronn.cluster import ray_session
 from micronn.errors import InvokeError, MicronnError
 from micronn.interpreter import Interpreter, input_chunks
 from micronn.ir import Model, Operator, Subgraph
-from micronn.lanes import rows_reason, twin_model
+from micronn.lanes import LOOP_OPS, ROW_OPS, rows_reason, twin_model
 from micronn.tflite.reader import Source, read
 
 DEFAULT_BATCH = 256  # samples per chunk: what a Ray task carries and what is held in memory at once
@@ -53,7 +53,7 @@ SOFTMAX_SAFE_ROW = 512  # int8 SOFTMAX refuses a row whose sum of exponentials r
 
 def twin_reason(model: Model) -> str | None:
     """Why ``model`` cannot run as a batched twin on the numpy kernels (None: it can)."""
-    return rows_reason(model)
+    return rows_reason(model, ROW_OPS | LOOP_OPS)
 
 
 def native_reason(model: Model) -> str | None:
@@ -166,8 +166,9 @@ class Engine:
         twin_views = [twin.output(i) for i in range(len(outs))]
         for s in range(0, n, TWIN):
             m = min(TWIN, n - s)
-            for v, x in zip(views, chunk):
-                v[:m] = x[s:s + m].reshape((m, *v.shape[1:]))
+            for v, x in zip(views, chunk):  # the twin's inputs and outputs hold their samples back to back
+                v = v.reshape(TWIN, -1)
+                v[:m] = x[s:s + m].reshape(m, -1)
                 if m < TWIN:  # a short last group: fill with a copy of its first sample (its outputs are dropped)
                     v[m:] = v[:1]
             try:
@@ -177,7 +178,7 @@ class Engine:
                 self.run_single(part, first + s)
                 raise
             for o, tv in zip(outs, twin_views):
-                o[s:s + m] = tv[:m].reshape((m, *o.shape[1:]))
+                o[s:s + m] = tv.reshape(TWIN, -1)[:m].reshape((m, *o.shape[1:]))
         return outs
 
     def natives(self, count: int) -> list[Any]:

@@ -109,7 +109,7 @@ def test_twin_keeps_a_nan_sample_to_itself() -> None:
 
 def test_models_the_twin_refuses() -> None:
     assert "variable" in twin_reason(read(model_bytes("keyword_scrambled")))
-    assert "WHILE" in twin_reason(read((EXTRA / "lstm_keras3_while_float.tflite").read_bytes()))
+    assert twin_reason(read((EXTRA / "lstm_keras3_while_float.tflite").read_bytes())) is None  # a loop for all
     assert "TRANSPOSE_CONV" in twin_reason(read(model_bytes("tiny_unet_static")))
     assert twin_reason(read(model_bytes("person_detect"))) is None
     assert Engine(model_bytes("keyword_scrambled")).why_single is not None
