@@ -114,6 +114,7 @@ class _Lanes:
         self.transposes: dict[tuple[int, int], list[int]] = {}
         self.tiles: dict[tuple[int, int, int], int] = {}
         self.callers: dict[int, tuple[int, int]] = {}
+        self.stack: list[int] = []  # the subgraphs being placed, outermost first
         if "OfflineMemoryAllocation" in model.metadata:
             raise _Refused("it carries an offline memory plan, whose offsets hold for one sample only")
         main = model.main
@@ -127,6 +128,7 @@ class _Lanes:
     def subgraph(self, s: int, given: list[_At | None]) -> list[_At | None]:
         """Place subgraph ``s``'s tensors from its inputs' placements; its outputs' placements."""
         sg = self.model.subgraphs[s]
+        self.stack.append(s)
         place = {t: dataclasses.replace(at) for t, at in zip(sg.inputs, given) if at is not None}
         states = {i: op for op in sg.operators if op.op in STATE_ROW_OPS and (self.ops is None or op.op in self.ops)
                   for k in _STATE_INPUTS[op.op] if k < len(op.inputs) and (i := op.inputs[k]) >= 0}
@@ -146,6 +148,7 @@ class _Lanes:
         for t, at in place.items():
             if at.axis is None:
                 at.axis, at.new = _choices(sg.tensors[t].shape, at.outer)[0]
+        self.stack.pop()
         return [place.get(t) for t in sg.outputs]
 
     def operator(self, s: int, sg: Subgraph, op: Operator, place: dict[int, _At], states: dict[int, Operator]
@@ -245,6 +248,8 @@ class _Lanes:
         data = op.inputs[1] if op.op == "SPLIT" else op.inputs[0]
         axis_t = sg.tensors[op.inputs[0] if op.op == "SPLIT" else op.inputs[2]]
         shape = sg.tensors[data].shape
+        if np.asarray(axis_t.data).size != 1:
+            return "has no single axis"
         axis = int(np.asarray(axis_t.data).reshape(-1)[0]) % max(len(shape), 1)
         at = place[data]
         if not _pick(at, shape, set(range(len(shape))) - {axis}):
@@ -257,7 +262,7 @@ class _Lanes:
 
     def strided_slice(self, s: int, sg: Subgraph, op: Operator, place: dict[int, _At]) -> str | None:
         o, inp = op.options, sg.tensors[op.inputs[0]]
-        if o.ellipsis_mask or o.new_axis_mask:
+        if o is None or o.ellipsis_mask or o.new_axis_mask:
             return "has an ellipsis or new axes"
         strides = np.asarray(sg.tensors[op.inputs[3]].data).reshape(-1)
         whole = {a for a in range(len(inp.shape)) if o.begin_mask >> a & o.end_mask >> a & 1
@@ -281,10 +286,15 @@ class _Lanes:
 
     def loop(self, s: int, sg: Subgraph, op: Operator, place: dict[int, _At]) -> str | None:
         o = op.options
-        cond, body = o.cond_subgraph_index, o.body_subgraph_index
+        cond, body = (o.cond_subgraph_index, o.body_subgraph_index) if o is not None else (-1, -1)
         for sub in (cond, body):
+            if not 0 < sub < len(self.model.subgraphs) or sub in self.stack:
+                return f"calls subgraph {sub}, which is not a loop's own subgraph"
             if self.callers.setdefault(sub, (s, op.index)) != (s, op.index):
                 return f"calls subgraph {sub}, which another operator calls too"
+        n, subs = len(op.inputs), self.model.subgraphs
+        if cond == body or len(subs[cond].inputs) != n or (len(subs[body].inputs), len(subs[body].outputs)) != (n, n):
+            return "has a condition or body that does not take its state"
         given = [place.get(t) for t in op.inputs]
         states = [None if at is None else _At(at.outer) for at in given]
         for _ in range(len(states) + 1):  # each round makes at least one more state per-sample, or ends

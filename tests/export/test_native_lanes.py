@@ -222,6 +222,15 @@ def test_a_loop_whose_condition_reads_a_sample_is_one_lane() -> None:
     assert "loop state 5 the same for every sample" in lanes_reason(model)
 
 
+@pytest.mark.parametrize("body", [0, 1, 7])
+def test_a_loop_calling_no_subgraph_of_its_own_is_one_lane(body: int) -> None:
+    """The main subgraph, the loop's condition, a subgraph that is not there: refused, never a crash."""
+    model = read(_path("lstm_keras3_while_float").read_bytes())
+    loop = model.main.operators[1]
+    loop.options = dataclasses.replace(loop.options, body_subgraph_index=body)
+    assert "subgraph" in lanes_reason(model) or "condition or body" in lanes_reason(model)
+
+
 def test_a_loop_started_from_other_constants() -> None:
     """Starting states other than zeros, repeated for each sample in the layout of the state they start: the
     hidden and cell state's (one tensor in this model) a row per sample, the output sequence's a slice apart."""
