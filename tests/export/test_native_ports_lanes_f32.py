@@ -91,7 +91,8 @@ FC = [
     {"depth": 5, "units": 24, "bias": False},
     {"depth": 9, "units": 32, "act": 3},
     {"depth": 64, "units": 33},
-    {"depth": 20, "units": 70, "act": 1},
+    {"depth": 20, "units": 70, "act": 1},  # AVX-512: tiles of 4 rows x 5 blocks of 16, the last one short
+    {"depth": 11, "units": 60, "act": 3},  # 4 blocks of 16
     {"depth": 3, "units": 7, "bias": False, "act": 1},
     {"depth": 13, "units": 1, "act": 1},
     {"depth": 37, "units": 1, "bias": False},

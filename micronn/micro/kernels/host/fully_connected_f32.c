@@ -6,7 +6,8 @@
  * The weights are repacked once per call site as [unit block][depth][8 units] (mn_host.h's cache). Several batch
  * rows (a lanes twin's) run in tiles of rows x unit blocks, the weights loaded once per depth step for the tile's
  * rows; a single row takes 5 to 12 blocks side by side (its sums are chains of dependent adds); one unit on 8 or more
- * rows puts 8 rows in the lanes of one sum (ffc_one_unit).
+ * rows puts 8 rows in the lanes of one sum (ffc_one_unit). With AVX-512, 4 or more rows of 16 or more units take
+ * tiles of 4 rows x up to 5 blocks of 16 units (ffc_wide_*, from a second pack: [units / 16][depth][16]).
  */
 #define mn_fully_connected_f32 mn_fully_connected_f32_portable
 #include "fully_connected_f32.portable.inc"
@@ -17,6 +18,7 @@
 typedef struct {
     float *w;    /* [units / 8 blocks][depth][8] */
     float *bias; /* padded (0 without a bias) */
+    float *w16;  /* with AVX-512: [units / 16 blocks][depth][16], for tiles of several rows (ffc_wide) */
 } ffc_pack;
 
 static const ffc_pack *ffc_prepare(const mn_word *args) {
@@ -34,6 +36,13 @@ static const ffc_pack *ffc_prepare(const mn_word *args) {
         for (int d = 0; d < depth; d++) p->w[((size_t)(u / 8) * depth + d) * 8 + u % 8] = weights[(size_t)u * depth + d];
         if (bias) p->bias[u] = bias[u];
     }
+#if defined(__AVX512F__)
+    p->w16 = (float *)mnh_alloc((size_t)(blocks + 1) / 2 * depth * 16 * sizeof(float));
+    if (!p->w16) return NULL;
+    for (int u = 0; u < units; u++)
+        for (int d = 0; d < depth; d++)
+            p->w16[((size_t)(u / 16) * depth + d) * 16 + u % 16] = weights[(size_t)u * depth + d];
+#endif
     mnh_keep(slot, args, p);
     return p;
 }
@@ -140,6 +149,53 @@ FFC_ROW_B(11)
 FFC_ROW_B(12)
 #undef FFC_ROW_B
 
+#if defined(__AVX512F__)
+/* R rows x B blocks of 16 units (from 16-block bl) as ffc_tile computes them, 16 lanes a vector: half the
+ * instructions per product, which leaves the adders, not the core's dispatch, the limit. Returns 0 (nothing
+ * stored) where a sum is a NaN: ffc_tile then decides which NaN each keeps. One function per shape (its sums
+ * stay in registers). */
+#define FFC_WIDE(R, B)                                                                                             \
+    __attribute__((noinline)) static int ffc_wide_##R##x##B(const ffc_pack *p, const float *x, float *o, int depth, \
+                                                            int units, int bl, int has_bias, __m256 lo8,           \
+                                                            __m256 hi8) {                                          \
+        __m512 acc[R * B];                                                                                         \
+        const size_t step = (size_t)depth * 16;                                                                    \
+        const float *w = p->w16 + (size_t)bl * step;                                                               \
+        for (int i = 0; i < R * B; i++) acc[i] = _mm512_setzero_ps();                                              \
+        for (int d = 0; d < depth; d++) {                                                                          \
+            __m512 wv[B];                                                                                          \
+            for (int j = 0; j < B; j++) wv[j] = _mm512_loadu_ps(w + j * step + (size_t)d * 16);                    \
+            for (int r = 0; r < R; r++) {                                                                          \
+                const __m512 v = _mm512_set1_ps(x[(size_t)r * depth + d]);                                         \
+                for (int j = 0; j < B; j++) acc[r * B + j] = _mm512_add_ps(acc[r * B + j], _mm512_mul_ps(v, wv[j])); \
+            }                                                                                                      \
+        }                                                                                                          \
+        __mmask16 nan = 0;                                                                                         \
+        for (int i = 0; i < R * B; i++) nan |= _mm512_cmp_ps_mask(acc[i], acc[i], _CMP_UNORD_Q);                  \
+        if (nan) return 0;                                                                                         \
+        const __m512 lo = _mm512_broadcast_f32x8(lo8), hi = _mm512_broadcast_f32x8(hi8);                           \
+        for (int j = 0; j < B; j++) {                                                                              \
+            const int c = (bl + j) * 16;                                                                           \
+            const __mmask16 keep = c + 16 <= units ? (__mmask16)0xFFFF : (__mmask16)((1u << (units - c)) - 1);     \
+            const __m512 bias = _mm512_maskz_loadu_ps(keep, p->bias + c);                                          \
+            for (int r = 0; r < R; r++) {                                                                          \
+                __m512 y = acc[r * B + j];                                                                         \
+                if (has_bias) y = _mm512_add_ps(bias, y); /* no NaN sum: either order gives the bias's NaN */      \
+                y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(y, lo, _CMP_LT_OQ), y, lo);                            \
+                y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(hi, y, _CMP_LT_OQ), y, hi);                            \
+                _mm512_mask_storeu_ps(o + (size_t)r * units + c, keep, y);                                         \
+            }                                                                                                      \
+        }                                                                                                          \
+        return 1;                                                                                                  \
+    }
+FFC_WIDE(4, 5)
+FFC_WIDE(4, 4)
+FFC_WIDE(4, 3)
+FFC_WIDE(4, 2)
+FFC_WIDE(4, 1)
+#undef FFC_WIDE
+#endif
+
 /* the rows of a tile of B blocks: 8 x 1, 6 x 2, 3 x 3, 2 x 4 (8 to 12 sums in flight, with the weights and a
  * broadcast input within the 16 vector registers) */
 static inline int ffc_tile_rows(int b) { return b == 1 ? 8 : b == 2 ? 6 : b == 3 ? 3 : 2; }
@@ -212,6 +268,32 @@ void mn_fully_connected_f32(const mn_word *args) {
         const int done = ffc_one_unit(p, in, out, batches, depth, has_bias, lo, hi);
         in += (size_t)done * depth, out += done, batches -= done;
     }
+#if defined(__AVX512F__)
+    if (batches >= 4 && units >= 16) { /* tiles of 4 rows x up to 5 blocks of 16 (the last rows as below) */
+        const int b16 = (units + 15) / 16;
+        int r0 = 0;
+        for (; r0 + 4 <= batches; r0 += 4) {
+            const float *x = in + (size_t)r0 * depth;
+            float *o = out + (size_t)r0 * units;
+            for (int bl = 0; bl < b16;) {
+                const int b = b16 - bl >= 5 ? 5 : b16 - bl;
+                int ok;
+                switch (b) {
+                case 5: ok = ffc_wide_4x5(p, x, o, depth, units, bl, has_bias, lo, hi); break;
+                case 4: ok = ffc_wide_4x4(p, x, o, depth, units, bl, has_bias, lo, hi); break;
+                case 3: ok = ffc_wide_4x3(p, x, o, depth, units, bl, has_bias, lo, hi); break;
+                case 2: ok = ffc_wide_4x2(p, x, o, depth, units, bl, has_bias, lo, hi); break;
+                default: ok = ffc_wide_4x1(p, x, o, depth, units, bl, has_bias, lo, hi); break;
+                }
+                if (!ok) /* a NaN: these blocks' sums again in the 8-unit tiles, the order fixed */
+                    for (int k = 2 * bl; k < 2 * (bl + b) && k < blocks; k++)
+                        ffc_rows1(p, x, o, depth, units, k, has_bias, lo, hi, 4);
+                bl += b;
+            }
+        }
+        in += (size_t)r0 * depth, out += (size_t)r0 * units, batches -= r0;
+    }
+#endif
     /* row tiles x block tiles: the blocks in groups of 4 (the last group 1 to 4), each group over rows in tiles */
     for (int bl = 0; bl < blocks;) {
         if (batches == 1 && blocks - bl >= 5) { /* the blocks left in even groups of FFC_ROW_MAX at most */
