@@ -1,5 +1,5 @@
 """More host ports (micronn/micro/kernels/host/*.c) against the interpreter, and a few against the TFLM wheel, byte
-for byte, on awkward shapes: TRANSPOSE_CONV, pooling, SOFTMAX, PAD, QUANTIZE and the float32 LSTM."""
+for byte, on awkward shapes: TRANSPOSE_CONV, pooling, SOFTMAX, PAD, QUANTIZE, the float32 LSTM and SPLIT."""
 
 from __future__ import annotations
 
@@ -194,3 +194,30 @@ def test_softmax(case: dict) -> None:
 
 def test_softmax_the_wheel_agrees() -> None:
     assert_ported_same(softmax(depth=33, scale=0.3), wheel=True)
+
+
+def split(shape: tuple[int, ...], axis: int, sizes: list[int], dtype: str = "float32") -> bytes:
+    """SPLIT (equal parts) or SPLIT_V (``sizes``) of ``shape`` along ``axis``."""
+    q = (0.1, 1) if dtype == "int8" else (None, None)
+    outs = [T(tuple(s if a == axis else d for a, d in enumerate(shape)), dtype, *q) for s in sizes]
+    if len(set(sizes)) == 1:
+        return op_model("SPLIT", [T((), "int32", data=axis), T(shape, dtype, *q)], outs,
+                        schema.options("SPLIT", num_splits=len(sizes)))
+    return op_model("SPLIT_V", [T(shape, dtype, *q), T((len(sizes),), "int32", data=sizes), T((), "int32", data=axis)],
+                    outs, schema.options("SPLIT_V", num_splits=len(sizes)))
+
+
+SPLIT = [  # (shape, axis, sizes): parts of 4 bytes to past the port's inline limit of 256
+    ((16, 80), 1, [20] * 4),  # a lanes twin's LSTM gates: 80-byte parts
+    ((3, 5, 48), 2, [16, 32]),  # 64 and 128 bytes: whole vectors only
+    ((7, 70), 1, [1, 69]),  # 4 and 276 bytes: the portable kernel
+    ((2, 9, 3), 1, [2, 3, 4]),  # int8 below
+    ((4, 33), 0, [1, 3]),
+]
+
+
+@pytest.mark.parametrize("kind", ["float32", "int8"])
+@pytest.mark.parametrize("case", SPLIT, ids=str)
+def test_split(case: tuple, kind: str) -> None:
+    shape, axis, sizes = case
+    assert_ported_same(split(shape, axis, sizes, kind), wheel=shape == (16, 80))
