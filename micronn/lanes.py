@@ -50,6 +50,7 @@ _CONSTANT_INPUTS = {  # inputs that must be constants of the model (weights, pad
     "UNIDIRECTIONAL_SEQUENCE_LSTM": tuple(i for i in range(1, 24) if i not in _LSTM_STATE),
 }
 _STATE_INPUTS = {"SVDF": (4,), "UNIDIRECTIONAL_SEQUENCE_LSTM": _LSTM_STATE}
+_ARITY = {"GATHER": 2, "SPLIT": 2, "SPLIT_V": 3, "STRIDED_SLICE": 4, "TRANSPOSE": 2}  # inputs the rules below read
 
 
 def rows_reason(model: Model, ops: Collection[str] = ROW_OPS) -> str | None:
@@ -158,6 +159,8 @@ class _Lanes:
             return "keeps state or calls a subgraph" if op.custom or op.op in _NEVER_SHARED else None
         if op.custom or self.ops is not None and op.op not in self.ops:
             return "is not known to keep samples apart"
+        if len(op.inputs) < _ARITY.get(op.op, 1) or not op.outputs:
+            return "has too few inputs or no output"
         if op.op == "WHILE":
             return self.loop(s, sg, op, place)
         if op.op in ELEMENTWISE:

@@ -10,12 +10,13 @@ Three ways to run a chunk, all exact:
   they do not depend on the number of workers. ``tests/simulate`` checks native outputs byte for byte against the
   numpy path and the TFLM wheel;
 * one invoke per sample (``Interpreter.invoke_batch``): always right, and the only way for models with state
-  (variable tensors, resource variables, kernels that keep state, control flow), whose samples must not mix;
-* a *twin* of the model whose activations carry ``TWIN`` samples along their leading axis, run with one invoke for
-  ``TWIN`` samples. micronn's kernels already vectorize over that axis, so the per-invoke overhead is paid once per
-  ``TWIN`` samples. Only models whose every operator keeps samples apart along axis 0 qualify (:func:`twin_reason`
-  says why a model does not); ``tests/simulate`` checks twin outputs byte for byte against single invokes on every
-  bundled and test model that qualifies.
+  (variable tensors, resource variables, kernels that keep state, loops whose trip count depends on the sample),
+  whose samples must not mix;
+* a *twin* of the model (``micronn.lanes.twin_model``) whose activations carry ``TWIN`` samples along a sample
+  axis, run with one invoke for ``TWIN`` samples. micronn's kernels already vectorize over that axis, so the
+  per-invoke overhead is paid once per ``TWIN`` samples. Only models whose every operator keeps samples apart
+  qualify (:func:`twin_reason` says why a model does not); ``tests/simulate`` checks twin outputs byte for byte
+  against single invokes on every bundled and test model that qualifies.
 """
 
 from __future__ import annotations
