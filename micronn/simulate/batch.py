@@ -9,14 +9,15 @@ Three ways to run a chunk, all exact:
   each thread with its own copy of the library (its own arena and state); outputs are collected in order, so
   they do not depend on the number of workers. ``tests/simulate`` checks native outputs byte for byte against the
   numpy path and the TFLM wheel;
-* one invoke per sample (``Interpreter.invoke_batch``): always right, and the only way for models with state
-  (variable tensors, resource variables, kernels that keep state, loops whose trip count depends on the sample),
-  whose samples must not mix;
+* one invoke per sample (``Interpreter.invoke_batch``): always right, and the only way for a stream and for state
+  the twin cannot split by sample (resource variables, kernels that keep their own state, loops whose trip count
+  depends on the sample);
 * a *twin* of the model (``micronn.lanes.twin_model``) whose activations carry ``TWIN`` samples along a sample
   axis, run with one invoke for ``TWIN`` samples. micronn's kernels already vectorize over that axis, so the
-  per-invoke overhead is paid once per ``TWIN`` samples. Only models whose every operator keeps samples apart
-  qualify (:func:`twin_reason` says why a model does not); ``tests/simulate`` checks twin outputs byte for byte
-  against single invokes on every bundled and test model that qualifies.
+  per-invoke overhead is paid once per ``TWIN`` samples (SVDF and LSTM state as one row per sample, reset before
+  each invoke). Only models whose every operator keeps samples apart qualify (:func:`twin_reason` says why a model
+  does not); ``tests/simulate`` checks twin outputs byte for byte against single invokes on every bundled and test
+  model that qualifies.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from micronn.cluster import ray_session
 from micronn.errors import InvokeError, MicronnError
 from micronn.interpreter import Interpreter, input_chunks
 from micronn.ir import Model, Operator, Subgraph
-from micronn.lanes import LOOP_OPS, ROW_OPS, rows_reason, twin_model
+from micronn.lanes import LOOP_OPS, ROW_OPS, STATE_ROW_OPS, rows_reason, twin_model
 from micronn.tflite.reader import Source, read
 
 DEFAULT_BATCH = 256  # samples per chunk: what a Ray task carries and what is held in memory at once
@@ -54,7 +55,7 @@ SOFTMAX_SAFE_ROW = 512  # int8 SOFTMAX refuses a row whose sum of exponentials r
 
 def twin_reason(model: Model) -> str | None:
     """Why ``model`` cannot run as a batched twin on the numpy kernels (None: it can)."""
-    return rows_reason(model, ROW_OPS | LOOP_OPS)
+    return rows_reason(model, ROW_OPS | LOOP_OPS | STATE_ROW_OPS)
 
 
 def native_reason(model: Model) -> str | None:
@@ -109,6 +110,7 @@ class Engine:
         self.inputs = [self.model.main.tensors[t] for t in self.model.main.inputs]
         self.outputs = [self.model.main.tensors[t] for t in self.model.main.outputs]
         self.why_single = twin_reason(self.model) if twin else "the twin was turned off"
+        self._stateful = any(t.is_variable for sg in self.model.subgraphs for t in sg.tensors)
         self._single: Interpreter | None = None
         self._twin: Interpreter | None = None
         self._lock = threading.RLock()  # run() holds it around run_single(), which takes it for single
@@ -173,6 +175,8 @@ class Engine:
                 if m < TWIN:  # a short last group: fill with a copy of its first sample (its outputs are dropped)
                     v[m:] = v[:1]
             try:
+                if self._stateful:  # every row from the initial state (SVDF and LSTM state rows)
+                    twin.reset()
                 twin.invoke()
             except InvokeError:  # a kernel refused a value: find the sample and its own message the exact way
                 part = [x[s:s + m] for x in chunk]

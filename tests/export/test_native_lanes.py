@@ -133,7 +133,7 @@ def test_why_one_lane() -> None:
     assert "TRANSPOSE_CONV" in why("unet_wide_int8")
     native = NativeModel(_path("audio_preprocessor_int8"), lanes=8)
     assert native.lanes == 1 and "SignalWindow" in native.why_one_lane
-    # the numpy twin keeps its own rule: no state there
+    # rows_reason with its default operators (the rows of ROW_OPS): no state rows there
     assert "variable" in rows_reason(read(_path("keyword_scrambled").read_bytes()))
     assert "WHILE" in rows_reason(read(_path("lstm_keras3_while_float").read_bytes()))
     with pytest.raises(MicronnError, match="lanes"):

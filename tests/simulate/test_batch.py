@@ -3,6 +3,7 @@ gives; state is reset between samples unless streamed; inputs are checked sample
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -108,11 +109,24 @@ def test_twin_keeps_a_nan_sample_to_itself() -> None:
 
 
 def test_models_the_twin_refuses() -> None:
-    assert "variable" in twin_reason(read(model_bytes("keyword_scrambled")))
+    assert twin_reason(read(model_bytes("keyword_scrambled"))) is None  # SVDF state: a row per sample, reset
     assert twin_reason(read((EXTRA / "lstm_keras3_while_float.tflite").read_bytes())) is None  # a loop for all
     assert "TRANSPOSE_CONV" in twin_reason(read(model_bytes("tiny_unet_static")))
     assert twin_reason(read(model_bytes("person_detect"))) is None
-    assert Engine(model_bytes("keyword_scrambled")).why_single is not None
+    model = read(model_bytes("keyword_scrambled"))  # a state that starts from values of its own: one sample's
+    state = next(t for t in model.main.tensors if t.is_variable)
+    model.main.tensors[state.index] = dataclasses.replace(state, data=np.ones(state.shape, state.dtype))
+    assert "initial value" in twin_reason(model)
+    assert Engine(model_bytes("tiny_unet_static")).why_single is not None
+
+
+def test_twin_rows_start_from_the_initial_state() -> None:
+    """The LSTM's state rows go back to the initial state before every twin invoke: each group of samples gives
+    what single invokes give, never the previous group's state."""
+    data = model_bytes("trained_lstm_int8")
+    samples = random_samples(data, 2 * TWIN + 3, seed=4)
+    got = simulate(data, [tuple(s) for s in samples], backend="numpy")
+    assert same_bytes(got, single_invokes(data, samples))
 
 
 def add_model(constant: bool = False) -> bytes:
