@@ -98,6 +98,11 @@ def _choices(shape: tuple[int, ...], outer: int) -> list[tuple[int, bool]]:
     return units or [(b, True) for b in range(len(shape) + 1) if _prod(shape[:b]) == outer][:1]
 
 
+def _placed(shape: tuple[int, ...], a: int) -> _At:
+    """The placement whose sample axis replaces unit dimension ``a`` of ``shape``."""
+    return _At(_prod(shape[:a]), a)
+
+
 def _twin_shape(shape: tuple[int, ...], at: _At, n: int) -> tuple[int, ...]:
     a = at.axis
     return (*shape[:a], n, *shape[a + (0 if at.new else 1):])
@@ -166,9 +171,8 @@ class _Lanes:
         if op.op in ELEMENTWISE:
             return self.elementwise(sg, op, place, sampled)
         if op.op in ("RESHAPE", "GATHER", "SPLIT", "SPLIT_V", "STRIDED_SLICE", "TRANSPOSE"):
-            consts = _CONSTANT_INPUTS[op.op]
-            if any(k in consts for k in sampled) or any(op.inputs[k] >= 0 and not sg.tensors[op.inputs[k]].is_constant
-                                                        for k in consts if k < len(op.inputs)):
+            consts = [op.inputs[k] for k in _CONSTANT_INPUTS[op.op] if k < len(op.inputs)]
+            if any(t >= 0 and not sg.tensors[t].is_constant for t in consts):
                 return "reads a computed shape, axis or bound (they must be constants)"
             return getattr(self, op.op.lower())(s, sg, op, place)
         why = _row_reason(sg, op, states)
@@ -206,7 +210,7 @@ class _Lanes:
                 at.axis, at.new = next((a, new) for a, new in _choices(t.shape, at.outer)
                                        if len(t.shape) + new - a == p)
         a = len(out) - p
-        place[op.outputs[0]] = _At(1, 0, True) if a < 0 else _At(_prod(out[:a]), a)
+        place[op.outputs[0]] = _At(1, 0, True) if a < 0 else _placed(out, a)
         return None
 
     def reshape(self, s: int, sg: Subgraph, op: Operator, place: dict[int, _At]) -> str | None:
@@ -226,7 +230,7 @@ class _Lanes:
                         at.axis, at.new = a, False
                         others = [i for i in range(len(inp.shape)) if i != a]
                         self.transposes[(s, op.index)] = [*others[:b], a, *others[b:]]
-                        place[out.index] = _At(_prod(out.shape[:b]), b)
+                        place[out.index] = _placed(out.shape, b)
                         return None
         if same:  # the same layout with a new axis (the output has no unit dimension there)
             place[out.index] = _At(at.outer)
@@ -244,7 +248,7 @@ class _Lanes:
         if not _pick(at, params.shape, set(range(len(params.shape))) - {axis}):
             return "gathers along the samples' axis"
         a = at.axis if at.axis < axis else at.axis - 1 + len(indices.shape)
-        place[out.index] = _At(_prod(out.shape[:a]), a)
+        place[out.index] = _placed(out.shape, a)
         return None
 
     def split(self, s: int, sg: Subgraph, op: Operator, place: dict[int, _At]) -> str | None:
@@ -258,7 +262,7 @@ class _Lanes:
         if not _pick(at, shape, set(range(len(shape))) - {axis}):
             return "splits along the samples' axis"
         for t in op.outputs:
-            place[t] = _At(_prod(sg.tensors[t].shape[:at.axis]), at.axis)
+            place[t] = _placed(sg.tensors[t].shape, at.axis)
         return None
 
     split_v = split
@@ -274,7 +278,7 @@ class _Lanes:
         if not _pick(at, inp.shape, whole):
             return "does not keep the whole samples' axis (masks, stride)"
         a = at.axis - bin(o.shrink_axis_mask & ((1 << at.axis) - 1)).count("1")
-        place[op.outputs[0]] = _At(_prod(sg.tensors[op.outputs[0]].shape[:a]), a)
+        place[op.outputs[0]] = _placed(sg.tensors[op.outputs[0]].shape, a)
         return None
 
     def transpose(self, s: int, sg: Subgraph, op: Operator, place: dict[int, _At]) -> str | None:
@@ -284,7 +288,7 @@ class _Lanes:
         if len(perm) != len(inp.shape) or not _pick(at, inp.shape, set(range(len(inp.shape)))):
             return "permutes axes it does not name"
         b = perm.index(at.axis)
-        place[out.index] = _At(_prod(out.shape[:b]), b)
+        place[out.index] = _placed(out.shape, b)
         return None
 
     def loop(self, s: int, sg: Subgraph, op: Operator, place: dict[int, _At]) -> str | None:

@@ -7,12 +7,12 @@ loop in C over stacked inputs and outputs: no Python per sample), which is what 
 sets. The interpreter stays the reference: tests compare every output byte with it (and with the TFLM wheel) on
 every model whose operators all have C kernels.
 
-*Lanes*: a small model whose operators keep samples apart along axis 0 (``micronn.lanes.rows_reason``, with the
-operators whose C kernels ``tests/export/test_native_lanes.py`` checks row by row) runs ``run_chunk`` as its twin
-(``micronn.lanes.twin_model``): every activation and state tensor ``lanes`` rows deep, ``lanes`` samples per invoke,
-each in its own row and (where the model keeps state) from its own initial state. The kernels then see a batch:
-weights are read once per ``lanes`` samples and the fixed cost of each call is shared, which is most of the cost
-of a model of a few thousand multiply-accumulates (hello_world, keyword_scrambled, the LSTMs).
+*Lanes*: a small model whose operators keep samples apart (``micronn.lanes.rows_reason``, with the operators whose
+C kernels ``tests/export/test_native_lanes.py`` checks on real models) runs ``run_chunk`` as its twin
+(``micronn.lanes.twin_model``): every tensor that depends on the sample ``lanes`` deep along its sample axis,
+``lanes`` samples per invoke, each (where the model keeps state) from its own initial state. The kernels then see
+a batch: weights are read once per ``lanes`` samples and the fixed cost of each call is shared, which is most of
+the cost of a model of a few thousand multiply-accumulates (hello_world, keyword_scrambled, the LSTMs).
 """
 
 from __future__ import annotations

@@ -332,12 +332,24 @@ def _shape(o: _Op) -> list[Task]:
     return [o.task("mn_copy", o.out(), _i32(o.k.dims), 4 * len(o.k.dims))]
 
 
+def _byte_strides(t: Any) -> list[int]:
+    """Each axis's step through the bytes of tensor ``t`` (row-major)."""
+    return [int(np.prod(t.shape[a + 1:], dtype=np.int64)) * t.dtype.itemsize for a in range(len(t.shape))]
+
+
+def _strided_copy(o: _Op, start: int, axes: list[tuple[int, int]]) -> list[Task]:
+    """kernels/strided_slice.c over input 0 from byte ``start``: up to 4 (count, byte stride) axes, outermost first."""
+    axes = [(1, 0)] * (4 - len(axes)) + axes
+    size = o.node.inputs[0].dtype.itemsize
+    return [o.task("mn_strided_slice", o.out(), o.inp(0), size, start, *(v for a in axes for v in a))]
+
+
 def _strided_slice(o: _Op) -> list[Task]:
     """A slice the plan placed exactly where its bytes lie in the input (micronn's stripes: a contiguous run of
     rows) is already computed: no task. Any other overlap is refused."""
     inp = o.node.inputs[0]
     size = inp.dtype.itemsize
-    strides = [int(np.prod(inp.shape[a + 1:], dtype=np.int64)) * size for a in range(len(inp.shape))]
+    strides = _byte_strides(inp)
     start, axes = 0, []
     for index, dim, stride in zip(o.k.index_t, inp.shape, strides):
         if isinstance(index, slice):
@@ -356,16 +368,14 @@ def _strided_slice(o: _Op) -> list[Task]:
             raise LowerError(f"operator {o.index} (STRIDED_SLICE): its output overlaps its input other than as the "
                              "slice's own bytes, which its device kernel does not support")
         return []  # the plan put the slice where its bytes already are
-    axes = [(1, 0)] * (4 - len(axes)) + axes
-    return [o.task("mn_strided_slice", o.out(), o.inp(0), size, start, *(v for a in axes for v in a))]
+    return _strided_copy(o, start, axes)
 
 
 def _transpose(o: _Op) -> list[Task]:
     """The strided copy of STRIDED_SLICE: each output axis walks its input axis's stride. Unit axes go and output
     axes that walk one run of the input merge, so any transpose whose input has at most 4 such runs lowers."""
     inp = o.node.inputs[0]
-    size = inp.dtype.itemsize
-    strides = [int(np.prod(inp.shape[a + 1:], dtype=np.int64)) * size for a in range(len(inp.shape))]
+    strides = _byte_strides(inp)
     axes: list[tuple[int, int]] = []
     for a in o.k.perm:
         n, stride = int(inp.shape[a]), strides[a]
@@ -380,8 +390,7 @@ def _transpose(o: _Op) -> list[Task]:
     if o.overlaps():
         raise LowerError(f"operator {o.index} (TRANSPOSE): its output overlaps its input, which its device kernel "
                          "does not support")
-    axes = [(1, 0)] * (4 - len(axes)) + axes
-    return [o.task("mn_strided_slice", o.out(), o.inp(0), size, 0, *(v for a in axes for v in a))]
+    return _strided_copy(o, 0, axes)
 
 
 def _concatenation(o: _Op) -> list[Task]:
